@@ -1,0 +1,38 @@
+# ccbench — the two commands a new user needs are `make demo` and `make test` (see README).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+CCBENCH := $(VENV)/bin/ccbench
+EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
+
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration
+
+install:
+	scripts/install.sh
+
+# Install everything, start the embedded stack, run the example end to end, print its report.
+demo: install
+	$(CCBENCH) up --detach
+	rc=0; $(CCBENCH) submit $(EXAMPLE) --wait || rc=$$?; $(CCBENCH) down; exit $$rc
+
+# The whole test suite. pytest exits 5 when it collected no test: that fails too.
+test: test-python
+
+test-rust:
+	cd agents && cargo test --release --locked
+
+test-python:
+	$(PY) -m pytest -v --durations=15
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy schemas ccbench api workers
+	cd agents && cargo clippy --release --locked -- -D warnings
+
+# Regenerate the committed JSON Schema files from the Pydantic models.
+schemas:
+	$(PY) -m schemas.generate
+
+bench-orchestration:
+	$(PY) -m bench.orchestration

@@ -1,0 +1,31 @@
+"""The FastAPI application."""
+
+from fastapi import FastAPI
+
+from api.errors import install_error_handlers
+from api.experiments.endpoints import router as experiments_router
+from api.runs.endpoints import router as runs_router
+from api.teams.endpoints import router as teams_router
+from ccbench.version import CCBENCH_VERSION
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(
+        title="ccbench",
+        version=CCBENCH_VERSION,
+        description="Congestion-control experiment orchestration: submit experiment matrices, "
+        "follow their runs, read their reports.",
+    )
+    install_error_handlers(app)
+    app.include_router(teams_router)
+    app.include_router(experiments_router)
+    app.include_router(runs_router)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok", "version": CCBENCH_VERSION}
+
+    return app
+
+
+app = create_app()

@@ -1,0 +1,114 @@
+"""REST endpoints of experiments: submit, list, get, cancel, report."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, status
+
+from api.auth import CurrentTeam
+from api.deps import DbSession
+from api.experiments import repository, service
+from api.experiments.schemas import (
+    ExperimentCreated,
+    ExperimentDetail,
+    ExperimentSummary,
+    Page,
+    RunSummary,
+)
+from api.reports import build_experiment_report
+from ccbench.db.models import Experiment
+from ccbench.settings import get_settings
+from schemas import ExperimentReport, Submission
+from workers.dispatch import enqueue_run, run_time_limit_s
+
+router = APIRouter(prefix="/v1/experiments", tags=["experiments"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=ExperimentCreated)
+def create_experiment(
+    submission: Annotated[Submission, Body(description="An experiment spec or a matrix spec")],
+    session: DbSession,
+    team: CurrentTeam,
+) -> ExperimentCreated:
+    settings = get_settings()
+    experiment, runs = service.create_experiment(
+        session, team, submission, run_limit=settings.matrix_run_limit
+    )
+    session.commit()
+    # Enqueue after commit: a worker must find the run it is handed.
+    for run in runs:
+        limit = run_time_limit_s(service.run_spec_duration_s(run), settings.run_time_margin_s)
+        enqueue_run(run.id, time_limit_s=limit)
+    return ExperimentCreated(
+        id=experiment.id,
+        name=experiment.name,
+        kind=experiment.kind,
+        status=experiment.status,
+        run_count=experiment.run_count,
+    )
+
+
+@router.get("", response_model=Page[ExperimentSummary])
+def list_experiments(
+    session: DbSession,
+    team: CurrentTeam,
+    status_: Annotated[str | None, Query(alias="status")] = None,
+    name: Annotated[str | None, Query(description="substring of the name")] = None,
+    tag: str | None = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> Page[ExperimentSummary]:
+    items, total = repository.list_for_team(
+        session,
+        team.id,
+        status=status_,
+        name=name,
+        tag=tag,
+        offset=(page - 1) * page_size,
+        limit=page_size,
+    )
+    return Page(items=[_with_tags(e) for e in items], total=total, page=page, page_size=page_size)
+
+
+def _with_tags(experiment: Experiment) -> ExperimentSummary:
+    return ExperimentSummary(
+        id=experiment.id,
+        name=experiment.name,
+        description=experiment.description,
+        kind=experiment.kind,
+        status=experiment.status,
+        run_count=experiment.run_count,
+        tags=[t.tag for t in experiment.tags],
+        created_at=experiment.created_at,
+        updated_at=experiment.updated_at,
+    )
+
+
+@router.get("/{experiment_id}", response_model=ExperimentDetail)
+def get_experiment(experiment_id: str, session: DbSession, team: CurrentTeam) -> ExperimentDetail:
+    experiment = service.get_experiment(session, team, experiment_id)
+    runs = repository.runs_of(session, experiment.id)
+    summary = _with_tags(experiment)
+    return ExperimentDetail(
+        **summary.model_dump(),
+        axes=list(experiment.axes),
+        submission=experiment.submission,
+        status_counts=repository.status_counts(session, experiment.id),
+        runs=[RunSummary.model_validate(r, from_attributes=True) for r in runs],
+    )
+
+
+@router.post("/{experiment_id}/cancel", response_model=ExperimentSummary)
+def cancel_experiment(
+    experiment_id: str, session: DbSession, team: CurrentTeam
+) -> ExperimentSummary:
+    experiment = service.cancel_experiment(session, team, experiment_id)
+    session.commit()
+    return _with_tags(experiment)
+
+
+@router.get("/{experiment_id}/report", response_model=ExperimentReport)
+def experiment_report(
+    experiment_id: str, session: DbSession, team: CurrentTeam
+) -> ExperimentReport:
+    experiment = service.get_experiment(session, team, experiment_id)
+    return build_experiment_report(session, experiment)

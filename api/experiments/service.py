@@ -1,0 +1,102 @@
+"""Experiment use cases. Services never commit: the endpoint commits, then enqueues."""
+
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from api.errors import Conflict, NotFound, ValidationFailed
+from api.experiments import repository
+from ccbench.db.models import Experiment, ExperimentTag, Run, Team, utcnow
+from ccbench.db.runs import refresh_experiment_status
+from ccbench.runstate import FINAL, ExperimentStatus, RunStatus
+from schemas import SpecError, Submission, expand_submission
+
+
+def _validation_failed(exc: SpecError) -> ValidationFailed:
+    errors = [{"field": e["loc"], "reason": e["msg"]} for e in exc.errors]
+    summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
+    return ValidationFailed(f"invalid submission: {summary}", errors=errors)
+
+
+def create_experiment(
+    session: Session, team: Team, submission: Submission, *, run_limit: int
+) -> tuple[Experiment, list[Run]]:
+    """Store the experiment and one queued run per matrix point and repetition.
+
+    The matrix is expanded (and its size checked against `run_limit`) before anything is
+    stored, so a refused submission leaves the database untouched."""
+    try:
+        points = expand_submission(submission, limit=run_limit)
+    except SpecError as exc:
+        raise _validation_failed(exc) from exc
+
+    experiment = Experiment(
+        team_id=team.id,
+        name=submission.name,
+        description=submission.description,
+        kind=submission.kind,
+        submission=submission.model_dump(mode="json"),
+        axes=[axis.path for axis in getattr(submission, "axes", [])],
+        status=ExperimentStatus.queued.value,
+        run_count=len(points),
+        tags=[ExperimentTag(tag=tag) for tag in sorted(set(submission.tags))],
+    )
+    session.add(experiment)
+    session.flush()
+    runs = [
+        Run(
+            experiment_id=experiment.id,
+            order_index=order,
+            point_index=point.index,
+            repetition=point.repetition,
+            axis_values=point.axis_values,
+            spec=point.spec.model_dump(mode="json"),
+            seed=point.spec.seed,
+            status=RunStatus.queued.value,
+        )
+        for order, point in enumerate(points)
+    ]
+    session.add_all(runs)
+    session.flush()
+    return experiment, runs
+
+
+def get_experiment(session: Session, team: Team, experiment_id: str) -> Experiment:
+    experiment = repository.get_for_team(session, team.id, experiment_id)
+    if experiment is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    return experiment
+
+
+def cancel_experiment(session: Session, team: Team, experiment_id: str) -> Experiment:
+    """Queued runs are cancelled here; a worker stops an active run at its next check."""
+    experiment = get_experiment(session, team, experiment_id)
+    if ExperimentStatus(experiment.status) in {
+        ExperimentStatus.done,
+        ExperimentStatus.failed,
+        ExperimentStatus.cancelled,
+    }:
+        raise Conflict(
+            f"experiment {experiment_id} is already {experiment.status}: nothing to cancel"
+        )
+    if experiment.cancel_requested_at is None:
+        experiment.cancel_requested_at = utcnow()
+    session.execute(
+        update(Run)
+        .where(Run.experiment_id == experiment.id, Run.status == RunStatus.queued.value)
+        .values(status=RunStatus.cancelled.value, finished_at=utcnow(), error="cancelled by user")
+        .execution_options(synchronize_session=False)
+    )
+    session.flush()
+    refresh_experiment_status(session, experiment.id)
+    return experiment
+
+
+def is_final(status: str) -> bool:
+    return RunStatus(status) in FINAL
+
+
+def run_spec_duration_s(run: Run) -> float:
+    duration: Any = run.spec.get("duration", 0.0)
+    return float(duration)

@@ -1,0 +1,1 @@
+"""Turning a run's raw agent logs into metrics (`metrics`: the formulas) and reports (`run`)."""

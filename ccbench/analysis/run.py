@@ -1,0 +1,316 @@
+"""Analysis of one run: read the agents' JSON-lines logs from the run directory (formats in
+docs/contracts.md), compute per-flow and aggregate metrics over the measurement window, check
+that the configured network was really applied, and down-sample time series for storage."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccbench.analysis import metrics as m
+from schemas import (
+    AggregateMetrics,
+    AppliedConditions,
+    Check,
+    ExperimentSpec,
+    FlowMetrics,
+    RunSummary,
+)
+
+MAX_SERIES_POINTS = 2000
+BUFFER_LEAF_KINDS = ("pfifo", "bfifo")
+# One full-size packet with its Ethernet header, as the bottleneck qdisc counts it.
+WIRE_PACKET_BYTES = 1514
+
+
+class AnalysisError(Exception):
+    """The run's logs are missing or unusable; the message names the file."""
+
+
+@dataclass
+class RunAnalysis:
+    flows: list[FlowMetrics]
+    summary: RunSummary
+    series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        raise AnalysisError(f"{path.name} is missing from the run directory")
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise AnalysisError(f"{path.name} line {number} is not JSON: {exc}") from exc
+
+
+def downsample(columns: dict[str, list[Any]], limit: int = MAX_SERIES_POINTS) -> dict[str, Any]:
+    length = len(next(iter(columns.values()), []))
+    step = max(1, -(-length // limit))
+    return {name: values[::step] for name, values in columns.items()}
+
+
+@dataclass
+class Window:
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, self.end - self.start)
+
+    def __contains__(self, ts: float) -> bool:
+        return self.start < ts <= self.end
+
+
+def _delta(samples: list[tuple[float, float]], window: Window) -> float:
+    """Increase of a cumulative counter across the window, from its samples (ts, value)."""
+    before = [v for ts, v in samples if ts <= window.start]
+    inside = [v for ts, v in samples if ts in window]
+    if not inside:
+        return 0.0
+    first = before[-1] if before else inside[0]
+    return max(0.0, inside[-1] - first)
+
+
+def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
+    bottleneck = spec.topology.bottleneck
+    sends = [list(read_jsonl(run_dir / f"flow-{i}.send.jsonl")) for i in range(len(spec.flows))]
+    recvs = [list(read_jsonl(run_dir / f"flow-{i}.recv.jsonl")) for i in range(len(spec.flows))]
+    qdisc = list(read_jsonl(run_dir / "qdisc.jsonl"))
+    provenance: dict[str, Any] = {}
+    if (run_dir / "provenance.json").exists():
+        provenance = json.loads((run_dir / "provenance.json").read_text())
+
+    t0 = _common_start(sends, spec)
+    run_window = Window(t0 + spec.measurement.skip_start, t0 + spec.duration)
+    series: dict[str, dict[str, list[Any]]] = {}
+    flows: list[FlowMetrics] = []
+    goodputs: list[float] = []
+    rtts: list[float] = []
+    min_rtts: list[float] = []
+    for i, flow in enumerate(spec.flows):
+        start = t0 + flow.start
+        window = Window(
+            max(run_window.start, start),
+            min(run_window.end, start + spec.flow_duration(i)),
+        )
+        info = [s for s in sends[i] if s.get("type") == "tcp_info"]
+        summary = next((s for s in sends[i] if s.get("type") == "summary"), None)
+        received = [r for r in recvs[i] if r.get("type") == "recv"]
+        bytes_in_window = sum(r["bytes"] for r in received if r["ts"] in window)
+        goodput = m.goodput_bps(bytes_in_window, window.seconds)
+        sent = _delta([(s["ts"], s["bytes_sent"]) for s in info], window)
+        srtts = [s["srtt_s"] for s in info if s["ts"] in window and s.get("srtt_s")]
+        flow_min = [s["min_rtt_s"] for s in info if s.get("min_rtt_s")]
+        retransmits = (
+            summary["retransmits"] if summary else (info[-1]["retransmits"] if info else None)
+        )
+        flows.append(
+            FlowMetrics(
+                flow=i,
+                algorithm=flow.algorithm.value,
+                goodput_bps=goodput,
+                throughput_bps=m.throughput_bps(sent, window.seconds),
+                rtt_mean_s=m.mean(srtts),
+                rtt_p95_s=m.percentile(srtts, 95),
+                rtt_min_s=min(flow_min) if flow_min else None,
+                retransmits=retransmits,
+                bytes_received=sum(r["bytes"] for r in received),
+            )
+        )
+        if goodput is not None:
+            goodputs.append(goodput)
+        rtts.extend(srtts)
+        min_rtts.extend(flow_min)
+        series[f"flow-{i}.tcp_info"] = downsample(
+            {
+                "t_s": [round(s["ts"] - t0, 6) for s in info],
+                "cwnd_pkts": [s.get("cwnd_pkts") for s in info],
+                "ssthresh_pkts": [s.get("ssthresh_pkts") for s in info],
+                "srtt_s": [s.get("srtt_s") for s in info],
+                "delivery_rate_bps": [s.get("delivery_rate_bps") for s in info],
+                "retransmits": [s.get("retransmits") for s in info],
+            }
+        )
+        series[f"flow-{i}.goodput"] = downsample(_goodput_series(received, t0))
+
+    queue = _queue_metrics(qdisc, run_window, bottleneck.rate, t0)
+    series["queue"] = downsample(queue.pop("series"))
+    aggregate_goodput = sum(goodputs) if goodputs else None
+    rtt_mean = m.mean(rtts)
+    aggregate = AggregateMetrics(
+        goodput_bps=aggregate_goodput,
+        throughput_bps=_sum_or_none([f.throughput_bps for f in flows]),
+        utilization=queue["utilization"],
+        jain_index=m.jain_index(goodputs) if len(goodputs) == len(flows) else None,
+        rtt_mean_s=rtt_mean,
+        queue_mean_pkts=queue["queue_mean_pkts"],
+        queue_max_pkts=queue["queue_max_pkts"],
+        queue_delay_mean_s=queue["queue_delay_mean_s"],
+        drops=queue["drops"],
+        loss_rate=queue["loss_rate"],
+        power=m.power(aggregate_goodput, rtt_mean),
+    )
+    buffer_pkts, buffer_bytes = bottleneck.buffer_limit()
+    applied = AppliedConditions(
+        rate_bps=bottleneck.rate,
+        delay_s=bottleneck.delay,
+        base_rtt_s=bottleneck.base_rtt_s,
+        buffer_pkts=buffer_pkts,
+        buffer_bytes=buffer_bytes,
+        delay_mechanism=provenance.get("delay_mechanism"),
+        measured_min_rtt_s=min(min_rtts) if min_rtts else None,
+        measured_rate_bps=queue["busy_rate_bps"],
+    )
+    checks = _checks(applied, aggregate, queue["queue_max_pkts"], queue["queue_max_bytes"])
+    return RunAnalysis(
+        flows, RunSummary(aggregate=aggregate, applied=applied, checks=checks), series
+    )
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _common_start(sends: list[list[dict[str, Any]]], spec: ExperimentSpec) -> float:
+    starts: list[float] = []
+    for i, lines in enumerate(sends):
+        summary = next((s for s in lines if s.get("type") == "summary"), None)
+        if summary is not None:
+            starts.append(summary["start_ts"] - spec.flows[i].start)
+        elif lines:
+            starts.append(lines[0]["ts"] - spec.flows[i].start)
+    if not starts:
+        raise AnalysisError("no sender produced any output (flow-*.send.jsonl are empty)")
+    return float(min(starts))
+
+
+def _goodput_series(received: list[dict[str, Any]], t0: float) -> dict[str, list[Any]]:
+    times: list[float] = []
+    rates: list[float | None] = []
+    previous: float | None = None
+    for r in received:
+        if previous is not None and r["ts"] > previous:
+            times.append(round(r["ts"] - t0, 6))
+            rates.append(m.rate_bps(r["bytes"], r["ts"] - previous))
+        previous = r["ts"]
+    return {"t_s": times, "goodput_bps": rates}
+
+
+def _buffer_leaf(qdisc: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    leaves = [q for q in qdisc if q.get("type") == "qdisc" and q["kind"] in BUFFER_LEAF_KINDS]
+    if not leaves:
+        raise AnalysisError("qdisc.jsonl has no pfifo/bfifo buffer samples")
+    return leaves
+
+
+def _queue_metrics(
+    qdisc: list[dict[str, Any]], window: Window, capacity_bps: float, t0: float
+) -> dict[str, Any]:
+    leaf = _buffer_leaf(qdisc)
+    inside = [q for q in leaf if q["ts"] in window]
+    qlens = [float(q["qlen_pkts"]) for q in inside]
+    backlogs = [float(q["backlog_bytes"]) for q in inside]
+    drops = int(_delta([(q["ts"], q["drops"]) for q in leaf], window))
+    sent_pkts = _delta([(q["ts"], q["sent_pkts"]) for q in leaf], window)
+    sent_bytes = _delta([(q["ts"], q["sent_bytes"]) for q in leaf], window)
+    busy_bytes = 0.0
+    busy_seconds = 0.0
+    for a, b in zip(inside, inside[1:], strict=False):
+        # Both samples backlogged: the link was busy for the whole interval.
+        if a["qlen_pkts"] > 1 and b["qlen_pkts"] > 1:
+            busy_bytes += b["sent_bytes"] - a["sent_bytes"]
+            busy_seconds += b["ts"] - a["ts"]
+    return {
+        "utilization": m.utilization(sent_bytes, window.seconds, capacity_bps),
+        "queue_mean_pkts": m.mean(qlens),
+        "queue_max_pkts": max(qlens) if qlens else None,
+        "queue_max_bytes": max(backlogs) if backlogs else None,
+        "queue_delay_mean_s": (
+            m.queue_delay_s(m.mean(backlogs) or 0.0, capacity_bps) if backlogs else None
+        ),
+        "drops": drops,
+        "loss_rate": m.loss_rate(drops, int(sent_pkts) + drops),
+        "busy_rate_bps": m.rate_bps(busy_bytes, busy_seconds) if busy_seconds >= 1.0 else None,
+        "series": {
+            "t_s": [round(q["ts"] - t0, 6) for q in leaf],
+            "qlen_pkts": [q["qlen_pkts"] for q in leaf],
+            "backlog_bytes": [q["backlog_bytes"] for q in leaf],
+            "drops": [q["drops"] for q in leaf],
+        },
+    }
+
+
+def _checks(
+    applied: AppliedConditions,
+    aggregate: AggregateMetrics,
+    queue_max_pkts: float | None,
+    queue_max_bytes: float | None,
+) -> list[Check]:
+    """Evidence that the testbed applied what the spec asked for (5% tolerance)."""
+    checks: list[Check] = []
+    base = applied.base_rtt_s
+    min_rtt = applied.measured_min_rtt_s
+    # A packet and its ACK also take their transmission time at the bottleneck.
+    slack = 8 * WIRE_PACKET_BYTES / applied.rate_bps
+    if min_rtt is None:
+        checks.append(Check(name="delay", ok=False, detail="no RTT sample was measured"))
+    else:
+        ok = 0.99 * base <= min_rtt <= 1.05 * base + slack
+        checks.append(
+            Check(
+                name="delay",
+                ok=ok,
+                detail=f"minimum RTT {min_rtt * 1e3:.2f} ms for a configured base RTT of "
+                f"{base * 1e3:.2f} ms ({(min_rtt / base - 1) * 100:+.1f}%)"
+                if base > 0
+                else f"minimum RTT {min_rtt * 1e3:.2f} ms, no delay configured",
+            )
+        )
+    rate = applied.measured_rate_bps
+    if rate is None:
+        checks.append(
+            Check(
+                name="rate",
+                ok=False,
+                detail="the queue was never backlogged for 1 s: rate not measurable",
+            )
+        )
+    else:
+        ratio = rate / applied.rate_bps
+        checks.append(
+            Check(
+                name="rate",
+                ok=abs(ratio - 1) <= 0.05,
+                detail=f"bottleneck sent {rate / 1e6:.3f} Mbit/s while backlogged, configured "
+                f"{applied.rate_bps / 1e6:.3f} Mbit/s ({(ratio - 1) * 100:+.1f}%)",
+            )
+        )
+    drops = aggregate.drops or 0
+    if applied.buffer_pkts is not None:
+        limit, peak, unit = float(applied.buffer_pkts), queue_max_pkts, "pkts"
+    else:
+        limit, peak, unit = float(applied.buffer_bytes or 0), queue_max_bytes, "bytes"
+    if peak is None:
+        checks.append(Check(name="buffer", ok=False, detail="no queue sample in the window"))
+    else:
+        within = peak <= limit
+        # Drops only happen at a full queue: the sampled peak must come close to the limit.
+        consistent = drops == 0 or peak >= 0.8 * limit - (2 if unit == "pkts" else 3000)
+        checks.append(
+            Check(
+                name="buffer",
+                ok=within and consistent,
+                detail=f"queue peak {peak:g} of {limit:g} {unit}, {drops} drops",
+            )
+        )
+    return checks

@@ -1,0 +1,382 @@
+"""`ccbench`: run the stack, manage teams and tokens, submit experiments, read reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ccbench.client import Client, ClientError, cli_config_path, load_config
+from ccbench.settings import Settings, get_settings
+
+FINAL_EXPERIMENT = {"done", "failed", "cancelled"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ccbench", description=__doc__)
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    up = sub.add_parser("up", help="start the embedded local stack (API + worker, SQLite)")
+    up.add_argument("--detach", action="store_true", help="return once ready; stop with `down`")
+    up.set_defaults(func=cmd_up)
+    sub.add_parser("down", help="stop a detached embedded stack").set_defaults(func=cmd_down)
+
+    api = sub.add_parser("api", help="run the API server (production shape)")
+    api.add_argument("--host")
+    api.add_argument("--port", type=int)
+    api.set_defaults(func=cmd_api)
+    worker = sub.add_parser("worker", help="run a Celery worker (production shape, as root)")
+    worker.add_argument("--hostname", default="ccbench@%h")
+    worker.set_defaults(func=cmd_worker)
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(required=True, metavar="ACTION")
+    db_sub.add_parser("upgrade", help="apply migrations").set_defaults(func=cmd_db_upgrade)
+
+    admin = sub.add_parser("admin", help="teams and API tokens")
+    admin_sub = admin.add_subparsers(required=True, metavar="ACTION")
+    team = admin_sub.add_parser("create-team", help="create a team")
+    team.add_argument("name")
+    team.set_defaults(func=cmd_create_team)
+    token = admin_sub.add_parser("create-token", help="create an API token for a team")
+    token.add_argument("--team", required=True)
+    token.add_argument("--name", default="cli")
+    token.set_defaults(func=cmd_create_token)
+
+    submit = sub.add_parser("submit", help="submit an experiment or matrix (YAML or JSON file)")
+    submit.add_argument("file", type=Path)
+    submit.add_argument(
+        "--wait", action="store_true", help="follow progress, then print the report"
+    )
+    submit.set_defaults(func=cmd_submit)
+    status = sub.add_parser("status", help="an experiment's status and its runs")
+    status.add_argument("id")
+    status.set_defaults(func=cmd_status)
+    report = sub.add_parser("report", help="an experiment's report")
+    report.add_argument("id")
+    report.add_argument("--json", action="store_true", help="print the report JSON")
+    report.set_defaults(func=cmd_report)
+    cancel = sub.add_parser("cancel", help="cancel an experiment")
+    cancel.add_argument("id")
+    cancel.set_defaults(func=cmd_cancel)
+    sub.add_parser("reap", help="fail or requeue runs whose worker died").set_defaults(
+        func=cmd_reap
+    )
+    return parser
+
+
+# --- stack -----------------------------------------------------------------------------------
+
+
+def _prepare_embedded(settings: Settings) -> None:
+    """Migrate the database and make sure the CLI has a token for the local team."""
+    from api.teams import service as teams
+    from ccbench.db.migrate import upgrade
+    from ccbench.db.session import session_scope
+
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.effective_database_url)
+    path = cli_config_path(settings)
+    if path.exists():
+        return
+    with session_scope() as session:
+        try:
+            team = teams.get_team_by_name(session, "local")
+        except Exception:  # noqa: BLE001 - not found: create it
+            team = teams.create_team(session, "local")
+        token = teams.create_token(session, team, "embedded-cli")
+    path.write_text(
+        json.dumps(
+            {
+                "api_url": f"http://{settings.api_host}:{settings.api_port}",
+                "token": token,
+            }
+        )
+    )
+    path.chmod(0o600)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from ccbench import stack
+
+    settings = get_settings()
+    if settings.database_url or settings.broker_url:
+        print(
+            "note: CCBENCH_DATABASE_URL/CCBENCH_BROKER_URL are set; `up` uses them", file=sys.stderr
+        )
+    _prepare_embedded(settings)
+    stack.stop(settings)  # a stale detached stack from an earlier `up`
+    processes = stack.start(settings)
+    try:
+        stack.wait_ready(settings, processes)
+    except (RuntimeError, TimeoutError) as exc:
+        stack.stop(settings)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"ccbench embedded stack ready: API http://{settings.api_host}:{settings.api_port} "
+        f"(docs at /docs), worker running; state in {settings.state_dir}"
+    )
+    if args.detach:
+        return 0
+    print("Ctrl-C stops it.")
+    try:
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop(settings)
+    return 0
+
+
+def cmd_down(_args: argparse.Namespace) -> int:
+    from ccbench import stack
+
+    stopped = stack.stop(get_settings())
+    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    from ccbench import stack
+
+    settings = get_settings()
+    if args.host:
+        settings.api_host = args.host
+    if args.port:
+        settings.api_port = args.port
+    os.execv(sys.executable, stack.api_command(settings))
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from ccbench import stack
+
+    if os.geteuid() != 0:
+        print("warning: workers build network namespaces and need root", file=sys.stderr)
+    os.execv(sys.executable, stack.worker_command(args.hostname))
+
+
+def cmd_db_upgrade(_args: argparse.Namespace) -> int:
+    from ccbench.db.migrate import upgrade
+
+    settings = get_settings()
+    upgrade(settings.effective_database_url)
+    print(f"database at head: {_redact(settings.effective_database_url)}")
+    return 0
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def cmd_create_team(args: argparse.Namespace) -> int:
+    from api.errors import CCBenchError
+    from api.teams import service as teams
+    from ccbench.db.session import session_scope
+
+    try:
+        with session_scope() as session:
+            team = teams.create_team(session, args.name)
+            print(f"team {team.name} created (id {team.id})")
+    except CCBenchError as exc:
+        raise ClientError(exc.message) from exc
+    return 0
+
+
+def cmd_create_token(args: argparse.Namespace) -> int:
+    from api.errors import CCBenchError
+    from api.teams import service as teams
+    from ccbench.db.session import session_scope
+
+    try:
+        with session_scope() as session:
+            token = teams.create_token(
+                session, teams.get_team_by_name(session, args.team), args.name
+            )
+    except CCBenchError as exc:
+        raise ClientError(exc.message) from exc
+    print(token)
+    print(f"(token for team {args.team}; it is shown only once)", file=sys.stderr)
+    return 0
+
+
+def cmd_reap(_args: argparse.Namespace) -> int:
+    from workers.reaper import reap_stale_runs
+
+    reaped = reap_stale_runs()
+    for r in reaped:
+        print(f"{r.run_id}: {r.action} ({r.detail})")
+    print(f"{len(reaped)} run(s) reaped")
+    return 0
+
+
+# --- client commands -------------------------------------------------------------------------
+
+
+def _client() -> Client:
+    return Client(load_config(get_settings()))
+
+
+def _load_file(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClientError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ClientError(f"{path} is not valid YAML/JSON: {exc}") from exc
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    client = _client()
+    created = client.post("/v1/experiments", json=_load_file(args.file))
+    print(f"experiment {created['id']} ({created['name']}): {created['run_count']} run(s) queued")
+    if not args.wait:
+        return 0
+    status = follow(client, created["id"])
+    print_report(client.get(f"/v1/experiments/{created['id']}/report"))
+    return 0 if status == "done" else 1
+
+
+def follow(client: Client, experiment_id: str, poll_s: float = 1.0) -> str:
+    """Print each run's state and progress until the experiment is final."""
+    last_lines: dict[str, str] = {}
+    while True:
+        detail = client.get(f"/v1/experiments/{experiment_id}")
+        total = len(detail["runs"])
+        for run in detail["runs"]:
+            line = _run_line(run, total)
+            if last_lines.get(run["id"]) != line:
+                print(line, flush=True)
+                last_lines[run["id"]] = line
+        if detail["status"] in FINAL_EXPERIMENT:
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(detail["status_counts"].items()))
+            print(f"experiment {experiment_id} {detail['status']} ({counts})", flush=True)
+            return str(detail["status"])
+        time.sleep(poll_s)
+
+
+def _run_line(run: dict[str, Any], total: int) -> str:
+    progress = run.get("progress") or {}
+    where = ""
+    if run["status"] == "running" and progress.get("duration_s"):
+        elapsed, duration = float(progress.get("elapsed_s") or 0), float(progress["duration_s"])
+        bar = int(20 * min(1.0, elapsed / duration))
+        where = f" [{'#' * bar}{'.' * (20 - bar)}] {elapsed:.0f}/{duration:.0f} s"
+    axes = " ".join(f"{k}={v}" for k, v in run["axis_values"].items())
+    error = f" - {run['error']}" if run.get("error") and run["status"] == "failed" else ""
+    return (
+        f"run {run['order_index'] + 1}/{total} {axes} rep {run['repetition']}: "
+        f"{run['status']}{where}{error}"
+    ).replace("  ", " ")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    detail = _client().get(f"/v1/experiments/{args.id}")
+    print(f"experiment {detail['id']} ({detail['name']}): {detail['status']}")
+    for run in detail["runs"]:
+        print("  " + _run_line(run, len(detail["runs"])))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    report = _client().get(f"/v1/experiments/{args.id}/report")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    result = _client().post(f"/v1/experiments/{args.id}/cancel")
+    print(f"experiment {result['id']}: {result['status']}")
+    return 0
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if unit == "bps":
+            return f"{value / 1e6:.3f} Mbit/s"
+        if unit == "s":
+            return f"{value * 1000:.1f} ms"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    """Per run: flows, aggregate, what was applied and the checks; then the matrix groups."""
+    for run in report.get("runs", []):
+        axes = " ".join(f"{k}={v}" for k, v in (run.get("axis_values") or {}).items())
+        print(f"\nrun {run['run_id']} {axes} rep {run.get('repetition', 0)}: {run['status']}")
+        if run.get("error"):
+            print(f"  error: {run['error']}")
+        for flow in run.get("flows", []):
+            print(
+                f"  flow {flow['flow']} {flow['algorithm']:<8} goodput_bps="
+                f"{_fmt(flow.get('goodput_bps'), 'bps')}  rtt_mean_s="
+                f"{_fmt(flow.get('rtt_mean_s'), 's')}  retransmits={_fmt(flow.get('retransmits'))}"
+            )
+        aggregate = run.get("aggregate") or {}
+        if aggregate:
+            keys = [
+                "utilization",
+                "jain_index",
+                "queue_mean_pkts",
+                "power",
+                "drops",
+                "goodput_bps",
+                "rtt_mean_s",
+            ]
+            print(
+                "  aggregate: "
+                + "  ".join(f"{k}={_fmt(aggregate.get(k))}" for k in keys if k in aggregate)
+            )
+        for key, value in (run.get("applied") or {}).items():
+            print(f"  applied {key}: {value}")
+        for check in run.get("checks") or []:
+            mark = "ok " if check.get("ok") else "FAIL"
+            print(f"  [{mark}] {check.get('name')}: {check.get('detail')}")
+    groups = report.get("groups") or []
+    if len(groups) > 1 or any(g.get("n", 1) > 1 for g in groups):
+        print("\ngroups (median ± SIQR over repetitions):")
+        for group in groups:
+            axes = " ".join(f"{k}={v}" for k, v in group["axis_values"].items())
+            metrics = group.get("metrics", {})
+            shown = []
+            for name in ("goodput_bps", "utilization", "jain_index", "queue_mean_pkts", "power"):
+                if f"{name}_median" in metrics:
+                    shown.append(
+                        f"{name}={_fmt(metrics[f'{name}_median'])}"
+                        f"±{_fmt(metrics.get(f'{name}_siqr'))}"
+                    )
+            print(f"  {axes} (n={group['n']}): " + "  ".join(shown))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""SQLAlchemy 2 typed models. PostgreSQL in production, SQLite embedded; one set of migrations."""
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JsonType, list[Any]: JsonType}
+
+
+class Team(Base):
+    __tablename__ = "teams"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    # sha256 of the secret: the secret itself is shown once, at creation.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    team: Mapped[Team] = relationship()
+
+
+class Experiment(Base):
+    __tablename__ = "experiments"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100), index=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    kind: Mapped[str] = mapped_column(String(16))  # experiment | matrix
+    # The submission as validated and normalised (SI units): the source of every run's spec.
+    submission: Mapped[dict[str, Any]] = mapped_column()
+    # Matrix axis paths in order (empty for a single experiment): the report groups by them.
+    axes: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    run_count: Mapped[int] = mapped_column(Integer)
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+
+    tags: Mapped[list["ExperimentTag"]] = relationship(
+        cascade="all, delete-orphan", lazy="selectin", order_by="ExperimentTag.tag"
+    )
+
+    __table_args__ = (Index("ix_experiments_team_created", "team_id", "created_at"),)
+
+
+class ExperimentTag(Base):
+    __tablename__ = "experiment_tags"
+
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
+    tag: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True
+    )
+    # Position in execution order (shuffled when the matrix asks for it).
+    order_index: Mapped[int] = mapped_column(Integer)
+    point_index: Mapped[int] = mapped_column(Integer)
+    repetition: Mapped[int] = mapped_column(Integer)
+    axis_values: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    spec: Mapped[dict[str, Any]] = mapped_column()
+    seed: Mapped[int] = mapped_column(Integer)
+
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    worker_id: Mapped[str | None] = mapped_column(String(200))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    progress: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Per-phase timings in seconds: provisioning, running, collecting, analyzing.
+    timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    # Host kernel, probed capabilities, exact tc/sysctl/ethtool commands, versions, seed.
+    provenance: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    aggregate: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    artifacts_dir: Mapped[str | None] = mapped_column(Text)
+
+    flows: Mapped[list["FlowResult"]] = relationship(
+        cascade="all, delete-orphan", order_by="FlowResult.flow_index"
+    )
+
+    __table_args__ = (Index("ix_runs_experiment_order", "experiment_id", "order_index"),)
+
+
+class FlowResult(Base):
+    __tablename__ = "flow_results"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    flow_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    algorithm: Mapped[str] = mapped_column(String(32))
+    metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class RunSeries(Base):
+    """A down-sampled time series of a run, stored columnar: {"t": [...], "<column>": [...]}."""
+
+    __tablename__ = "run_series"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)  # e.g. "flow.0", "queue"
+    data: Mapped[dict[str, Any]] = mapped_column()

@@ -1,0 +1,70 @@
+"""Run state changes, each a conditional UPDATE: it only applies when the run is in a state the
+state machine allows to move to the target (and, for a worker, still in the attempt it owns).
+The UPDATE takes the row lock in PostgreSQL and the database write lock in SQLite, so two
+workers, a worker and the reaper, or a worker and a cancel can never both win a move."""
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.orm import Session
+
+from ccbench.db.models import Experiment, Run, utcnow
+from ccbench.runstate import ACTIVE, RunStatus, experiment_status, sources_of
+
+
+def transition(
+    session: Session,
+    run_id: str,
+    target: RunStatus,
+    *,
+    attempt: int | None = None,
+    only_from: frozenset[RunStatus] | None = None,
+    **values: Any,
+) -> bool:
+    """Move the run to `target`; True when this call made the move."""
+    allowed = sources_of(target) if only_from is None else sources_of(target) & only_from
+    stmt = (
+        update(Run)
+        .where(Run.id == run_id, Run.status.in_([s.value for s in allowed]))
+        .values(status=target.value, **values)
+        .execution_options(synchronize_session=False)
+    )
+    if attempt is not None:
+        stmt = stmt.where(Run.attempt == attempt)
+    result = session.execute(stmt)
+    assert isinstance(result, CursorResult)
+    return result.rowcount == 1
+
+
+def refresh_experiment_status(session: Session, experiment_id: str) -> str:
+    """Recompute the experiment's stored status from its runs' states."""
+    rows = session.execute(
+        select(Run.status, func.count())
+        .where(Run.experiment_id == experiment_id)
+        .group_by(Run.status)
+    ).all()
+    counts = {RunStatus(status): n for status, n in rows}
+    experiment = session.get(Experiment, experiment_id, with_for_update=True)
+    assert experiment is not None
+    status = experiment_status(counts, experiment.cancel_requested_at is not None).value
+    if experiment.status != status:
+        experiment.status = status
+    return status
+
+
+def heartbeat(session: Session, run_id: str, attempt: int, now: datetime | None = None) -> bool:
+    """Refresh the run's heartbeat; False when the run is no longer this attempt's to run."""
+    result = session.execute(
+        update(Run)
+        .where(
+            Run.id == run_id,
+            Run.attempt == attempt,
+            Run.status.in_([s.value for s in ACTIVE]),
+        )
+        .values(heartbeat_at=now or utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    assert isinstance(result, CursorResult)
+    return result.rowcount == 1

@@ -1,0 +1,64 @@
+"""The one settings object. Every value can be set from the environment as CCBENCH_<NAME>."""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_state_dir() -> Path:
+    return Path.home() / ".local" / "share" / "ccbench"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CCBENCH_", extra="ignore")
+
+    state_dir: Path = Field(default_factory=_default_state_dir)
+    # Empty means the embedded default: a SQLite file (database) and kombu's SQLAlchemy
+    # transport on another SQLite file (broker), so one machine needs no server at all.
+    database_url: str = ""
+    broker_url: str = ""
+
+    api_host: str = "127.0.0.1"
+    api_port: int = 8321
+
+    matrix_run_limit: int = 10_000
+    page_size_max: int = 200
+
+    # Run liveness: a worker writes heartbeat_at every heartbeat_interval_s while it owns a
+    # run; a run whose heartbeat is older than heartbeat_timeout_s belongs to a dead worker.
+    heartbeat_interval_s: float = 1.0
+    heartbeat_timeout_s: float = 30.0
+    reaper_interval_s: float = 10.0
+    # Attempts per run, the first included: a run lost with its worker is queued again
+    # until it has used them all, then marked failed.
+    run_max_attempts: int = 2
+    # Set-up and tear-down allowance added to a run's own duration for its time limit.
+    run_time_margin_s: float = 60.0
+
+    agents_dir: Path = REPO_ROOT / "agents" / "target" / "release"
+    sandbox_python: Path = Path("/usr/bin/python3")
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.state_dir / 'ccbench.sqlite'}"
+
+    @property
+    def effective_broker_url(self) -> str:
+        return self.broker_url or f"sqla+sqlite:///{self.state_dir / 'broker.sqlite'}"
+
+    @property
+    def is_embedded_broker(self) -> bool:
+        return self.effective_broker_url.startswith("sqla+")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

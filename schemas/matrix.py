@@ -1,0 +1,220 @@
+"""A matrix: a base spec plus axes (field path -> values) combined as a product or zipped,
+repeated, optionally in shuffled order. `expand_submission` turns any submission into the list
+of runs it stands for, checking the run count before building anything."""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, ValidationError
+
+from schemas.spec import ExperimentSpec, StrictModel
+
+_PATH_PART = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<index>(\[(\d+|\*)\])*)")
+
+
+class SpecError(Exception):
+    """A submission that cannot be run; `errors` name each field path and the reason."""
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{e['loc']}: {e['msg']}" for e in errors))
+
+
+class Axis(StrictModel):
+    path: str = Field(
+        description="field of the base spec, dotted; [i] picks a list item, [*] sets all items",
+        examples=["topology.bottleneck.buffer", "flows[*].algorithm", "flows[1].start"],
+    )
+    values: list[Any] = Field(min_length=1, max_length=100_000)
+
+
+class Order(StrictModel):
+    shuffle: bool = Field(False, description="run the points in a random order (seeded)")
+    seed: int = 0
+
+
+class MatrixSpec(StrictModel):
+    schema_version: Literal[1] = 1
+    kind: Literal["matrix"]
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field("", max_length=10_000)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    base: ExperimentSpec
+    axes: list[Axis] = Field(min_length=1, max_length=16)
+    combine: Literal["product", "zip"] = "product"
+    repetitions: int = Field(1, ge=1, le=10_000)
+    order: Order = Field(default_factory=Order)
+    seed: int | None = Field(
+        None, ge=0, lt=2**31, description="seed from which every run's seed is derived"
+    )
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("kind", "experiment"))
+    return str(getattr(value, "kind", "experiment"))
+
+
+Submission = Annotated[
+    Annotated[ExperimentSpec, Tag("experiment")] | Annotated[MatrixSpec, Tag("matrix")],
+    Discriminator(
+        _kind_of,
+        custom_error_type="invalid_kind",
+        custom_error_message="kind must be 'experiment' or 'matrix'",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    index: int  # matrix point, before shuffling
+    repetition: int
+    axis_values: dict[str, Any]
+    spec: ExperimentSpec
+
+
+def errors_of(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+    out = []
+    for error in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in error["loc"])
+        msg = str(error["msg"]).removeprefix("Value error, ")
+        out.append({"loc": f"{prefix}.{loc}".strip(".") if prefix else loc, "msg": msg})
+    return out
+
+
+def _set_path(document: dict[str, Any], path: str, value: Any) -> None:
+    """Set `value` at `path` in a JSON document; KeyError/IndexError name what is missing."""
+    parts = path.split(".")
+    targets: list[Any] = [document]
+    for n, part in enumerate(parts):
+        match = _PATH_PART.fullmatch(part)
+        if match is None:
+            raise KeyError(f"{part!r} is not a field name")
+        key = match["key"]
+        indexes = re.findall(r"\[(\d+|\*)\]", match["index"] or "")
+        last = n == len(parts) - 1
+        next_targets: list[Any] = []
+        for target in targets:
+            if not isinstance(target, dict) or key not in target:
+                raise KeyError(f"the spec has no field {'.'.join(parts[: n + 1])!r}")
+            if last and not indexes:
+                target[key] = copy.deepcopy(value)
+                continue
+            items = [target[key]]
+            for i, index in enumerate(indexes):
+                lists = items
+                items = []
+                for lst in lists:
+                    if not isinstance(lst, list):
+                        raise KeyError(f"{key!r} is not a list")
+                    chosen = range(len(lst)) if index == "*" else [int(index)]
+                    for j in chosen:
+                        if j >= len(lst):
+                            raise IndexError(f"{key!r} has {len(lst)} items, no item {j}")
+                        if last and i == len(indexes) - 1:
+                            lst[j] = copy.deepcopy(value)
+                        else:
+                            items.append(lst[j])
+            next_targets.extend(items)
+        targets = next_targets
+
+
+def _points(matrix: MatrixSpec) -> list[tuple[Any, ...]]:
+    lists = [axis.values for axis in matrix.axes]
+    if matrix.combine == "zip":
+        return list(zip(*lists, strict=True))
+    combos: list[tuple[Any, ...]] = [()]
+    for values in lists:
+        combos = [c + (v,) for c in combos for v in values]
+    return combos
+
+
+def run_count(matrix: MatrixSpec) -> int:
+    lengths = [len(axis.values) for axis in matrix.axes]
+    per_rep = math.prod(lengths) if matrix.combine == "product" else lengths[0]
+    return per_rep * matrix.repetitions
+
+
+def _derived_seed(base: int, index: int, repetition: int) -> int:
+    return random.Random(f"{base}:{index}:{repetition}").randrange(2**31)
+
+
+def expand_submission(submission: ExperimentSpec | MatrixSpec, limit: int) -> list[RunPoint]:
+    """Every run of the submission, in execution order, each with its own recorded seed."""
+    if isinstance(submission, ExperimentSpec):
+        seed = submission.seed if submission.seed is not None else secrets.randbelow(2**31)
+        return [RunPoint(0, 0, {}, submission.model_copy(update={"seed": seed}))]
+    matrix = submission
+    if matrix.combine == "zip":
+        lengths = {len(axis.values) for axis in matrix.axes}
+        if len(lengths) > 1:
+            raise SpecError(
+                [
+                    {
+                        "loc": "axes",
+                        "msg": "zip needs axes of equal length, got "
+                        + ", ".join(str(len(a.values)) for a in matrix.axes),
+                    }
+                ]
+            )
+    total = run_count(matrix)
+    if total > limit:
+        raise SpecError(
+            [
+                {
+                    "loc": "axes",
+                    "msg": f"matrix expands to {total:,} runs, more than "
+                    f"the limit {limit:,}; use fewer values or repetitions",
+                }
+            ]
+        )
+    base = matrix.base.model_dump(mode="json")
+    _check_axes(matrix, base)
+    base_seed = matrix.seed if matrix.seed is not None else secrets.randbelow(2**31)
+    points: list[RunPoint] = []
+    for index, values in enumerate(_points(matrix)):
+        document = copy.deepcopy(base)
+        for axis, value in zip(matrix.axes, values, strict=True):
+            _set_path(document, axis.path, value)
+        try:
+            spec = ExperimentSpec.model_validate(document)
+        except ValidationError as exc:
+            where = ", ".join(f"{a.path}={v!r}" for a, v in zip(matrix.axes, values, strict=True))
+            raise SpecError(errors_of(exc, prefix=f"axes (point {where})")) from exc
+        axis_values = {axis.path: value for axis, value in zip(matrix.axes, values, strict=True)}
+        for repetition in range(matrix.repetitions):
+            seed = _derived_seed(base_seed, index, repetition)
+            points.append(
+                RunPoint(index, repetition, axis_values, spec.model_copy(update={"seed": seed}))
+            )
+    if matrix.order.shuffle:
+        random.Random(matrix.order.seed).shuffle(points)
+    return points
+
+
+def _check_axes(matrix: MatrixSpec, base: dict[str, Any]) -> None:
+    """Each axis path must exist and each value must be valid on its own."""
+    errors: list[dict[str, str]] = []
+    for i, axis in enumerate(matrix.axes):
+        for j, value in enumerate(axis.values):
+            document = copy.deepcopy(base)
+            try:
+                _set_path(document, axis.path, value)
+            except (KeyError, IndexError) as exc:
+                errors.append({"loc": f"axes.{i}.path", "msg": str(exc).strip('"')})
+                break
+            try:
+                ExperimentSpec.model_validate(document)
+            except ValidationError as exc:
+                errors.extend(errors_of(exc, prefix=f"axes.{i}.values.{j}"))
+            if len(errors) >= 20:
+                raise SpecError(errors)
+    if errors:
+        raise SpecError(errors)

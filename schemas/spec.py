@@ -1,0 +1,127 @@
+"""The experiment spec: one run's network, flows and measurement, validated and normalised to SI
+units. Unknown fields are errors (a typo must not silently change an experiment)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.algorithms import Algorithm, Runtime, runtimes_of
+from schemas.units import Buffer, BufferSize, Duration, Rate
+
+SCHEMA_VERSION = 1
+
+# Packet size used to turn byte quantities (BDP) into packet counts: Ethernet MTU.
+PACKET_BYTES = 1500
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Testbed(StrictModel):
+    kind: Literal["mininet"] = Field(
+        "mininet", description="mininet: a local emulated network inside a per-run sandbox"
+    )
+
+
+class Bottleneck(StrictModel):
+    rate: Rate = Field(description="bottleneck rate")
+    delay: Duration = Field(description="one-way propagation delay; base RTT = 2 x delay")
+    buffer: BufferSize = Field(
+        default=Buffer(1.0, "bdp"), description="drop-tail buffer at the bottleneck queue"
+    )
+    queue: Literal["droptail"] = "droptail"
+    delay_mechanism: Literal["auto", "netem", "nfqueue"] = Field(
+        "auto",
+        description="how delay is emulated: netem where the kernel has it, else an NFQUEUE "
+        "delay line (auto picks; the run records which one it used)",
+    )
+
+    @property
+    def base_rtt_s(self) -> float:
+        return 2 * self.delay
+
+    @property
+    def bdp_bytes(self) -> float:
+        return self.rate * self.base_rtt_s / 8
+
+    def buffer_limit(self) -> tuple[int | None, int | None]:
+        """(packets, bytes): exactly one is set."""
+        packets = self.buffer.packets(self.bdp_bytes, PACKET_BYTES)
+        if packets is not None:
+            return packets, None
+        return None, int(self.buffer.value)
+
+
+class Dumbbell(StrictModel):
+    kind: Literal["dumbbell"] = "dumbbell"
+    bottleneck: Bottleneck
+
+
+class Flow(StrictModel):
+    algorithm: Algorithm
+    agent: Literal["kernel"] = Field("kernel", description="kernel TCP flow (ccbench-agent)")
+    runtime: Literal["builtin"] = Field(
+        "builtin", description="builtin: a congestion controller the host kernel provides"
+    )
+    start: Duration = Field(0.0, description="start time relative to the run's start")
+    duration: Duration | None = Field(
+        None, description="how long the flow sends; default: until the end of the run"
+    )
+
+    @model_validator(mode="after")
+    def _runtime_exists(self) -> Flow:
+        runtimes = runtimes_of(self.algorithm)
+        if Runtime.kernel_builtin not in runtimes:
+            raise ValueError(
+                f"algorithm {self.algorithm.value!r} has no kernel/builtin runtime in this "
+                "version of ccbench (kernel built-ins: reno, cubic, bbr, vegas, westwood)"
+            )
+        return self
+
+
+class Measurement(StrictModel):
+    skip_start: Duration = Field(
+        0.0, description="metrics ignore the first skip_start seconds (e.g. slow start)"
+    )
+
+
+class ExperimentSpec(StrictModel):
+    """One run's complete description."""
+
+    schema_version: Literal[1] = 1
+    kind: Literal["experiment"] = "experiment"
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field("", max_length=10_000)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    testbed: Testbed = Field(default_factory=Testbed)
+    topology: Dumbbell
+    flows: list[Flow] = Field(min_length=1, max_length=64)
+    duration: Duration = Field(description="length of the run")
+    sampling_interval: Duration = Field(0.01, description="tcp_info and queue sampling period")
+    measurement: Measurement = Field(default_factory=Measurement)
+    seed: int | None = Field(
+        None, ge=0, lt=2**31, description="random seed; chosen and recorded when omitted"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExperimentSpec:
+        if not 0 < self.duration <= 3600:
+            raise ValueError("duration must be in (0 s, 3600 s]")
+        if not 0.001 <= self.sampling_interval <= 10:
+            raise ValueError("sampling_interval must be between 1ms and 10s")
+        if self.measurement.skip_start >= self.duration:
+            raise ValueError("measurement.skip_start must be shorter than duration")
+        for i, flow in enumerate(self.flows):
+            end = flow.start + (flow.duration if flow.duration is not None else 0)
+            if flow.start >= self.duration or end > self.duration + 1e-9:
+                raise ValueError(f"flows.{i} must start and end within the run's duration")
+            if flow.duration is not None and flow.duration <= 0:
+                raise ValueError(f"flows.{i}.duration must be greater than 0")
+        return self
+
+    def flow_duration(self, index: int) -> float:
+        flow = self.flows[index]
+        return flow.duration if flow.duration is not None else self.duration - flow.start

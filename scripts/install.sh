@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install what ccbench needs on a Debian 12 machine, as root: Debian packages, the Python venv
+# (.venv), and the Rust agents (agents/target/release). Safe to run again: it only adds what is
+# missing and rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install.sh: run as root (it installs Debian packages; experiments need root too)" >&2
+  exit 1
+fi
+
+PACKAGES=(
+  python3 python3-venv python3-dev build-essential pkg-config
+  mininet iproute2 iptables nftables ethtool iperf3 iputils-ping procps psmisc util-linux
+  postgresql redis-server
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # --no-install-recommends: Mininet must not pull Open vSwitch (ccbench does not use it).
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian's postgresql and redis packages start system-wide servers where systemd runs;
+# ccbench's tests start their own on free loopback ports and do not need those.
+
+if [ ! -x .venv/bin/python ]; then
+  log "Python venv (.venv)"
+  /usr/bin/python3 -m venv .venv
+fi
+log "Python packages"
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+
+log "done: $(.venv/bin/ccbench --help >/dev/null && echo ccbench CLI ok)"

@@ -1,0 +1,146 @@
+"""Start throwaway PostgreSQL and Redis servers on loopback for tests and benchmarks.
+
+Both listen on free 127.0.0.1 ports and keep their data in a temporary directory that is
+removed when they stop. PostgreSQL refuses to run as root, so it runs as the `postgres` user
+that Debian's package creates."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"{what} did not listen on 127.0.0.1:{port} within {timeout_s} s")
+
+
+@dataclass
+class Services:
+    root: Path
+    pg_port: int = 0
+    redis_port: int = 0
+    _redis: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def database_url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.pg_port}/ccbench"
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    def start(self) -> Services:
+        self._start_postgres()
+        self._start_redis()
+        return self
+
+    def _as_postgres(self, *cmd: str) -> None:
+        subprocess.run(
+            ["runuser", "-u", "postgres", "--", *cmd],
+            check=True,
+            capture_output=True,
+            cwd="/",
+        )
+
+    def _start_postgres(self) -> None:
+        data = self.root / "pg"
+        data.mkdir(parents=True)
+        shutil.chown(self.root, "postgres")
+        shutil.chown(data, "postgres")
+        self.pg_port = free_port()
+        self._as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
+        self._as_postgres(
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(data / "server.log"),
+            "-w",
+            "-o",
+            f"-p {self.pg_port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off",
+            "start",
+        )
+        self._as_postgres(
+            str(PG_BIN / "psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.pg_port),
+            "-U",
+            "postgres",
+            "-c",
+            "CREATE DATABASE ccbench",
+        )
+
+    def _start_redis(self) -> None:
+        self.redis_port = free_port()
+        self._redis = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.root),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_port(self.redis_port, 10, "redis-server")
+
+    def stop(self) -> None:
+        if self._redis is not None:
+            self._redis.terminate()
+            self._redis.wait(timeout=10)
+        data = self.root / "pg"
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    str(PG_BIN / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-m",
+                    "immediate",
+                    "-w",
+                    "stop",
+                ],
+                capture_output=True,
+                cwd="/",
+            )
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_services() -> Services:
+    root = Path(tempfile.mkdtemp(prefix="ccbench-services-"))
+    os.chmod(root, 0o755)
+    return Services(root).start()

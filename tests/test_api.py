@@ -1,0 +1,244 @@
+"""The REST API against a real PostgreSQL (and Redis as the broker): validation errors name the
+field, teams are isolated, pagination and filters, matrices expand, cancellation, limits."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from api.app import app
+from ccbench.db.models import Experiment, Run
+from ccbench.db.session import session_scope
+
+EXAMPLE: dict[str, Any] = {
+    "schema_version": 1,
+    "name": "api-test",
+    "tags": ["api"],
+    "testbed": {"kind": "mininet"},
+    "topology": {
+        "kind": "dumbbell",
+        "bottleneck": {"rate": "10Mbit", "delay": "20ms", "buffer": "1bdp"},
+    },
+    "flows": [{"algorithm": "reno"}, {"algorithm": "cubic"}],
+    "duration": "5s",
+}
+
+
+def matrix(algorithms: list[str], buffers: list[str], repetitions: int) -> dict[str, Any]:
+    return {
+        "kind": "matrix",
+        "schema_version": 1,
+        "name": "api-matrix",
+        "base": copy.deepcopy(EXAMPLE),
+        "axes": [
+            {"path": "flows[*].algorithm", "values": algorithms},
+            {"path": "topology.bottleneck.buffer", "values": buffers},
+        ],
+        "combine": "product",
+        "repetitions": repetitions,
+        "order": {"shuffle": True, "seed": 3},
+    }
+
+
+@pytest.fixture
+def client() -> TestClient:
+    return TestClient(app)
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def count_experiments(team_name: str) -> int:
+    from ccbench.db.models import Team
+
+    with session_scope() as session:
+        return (
+            session.scalar(
+                select(func.count())
+                .select_from(Experiment)
+                .join(Team, Team.id == Experiment.team_id)
+                .where(Team.name == team_name)
+            )
+            or 0
+        )
+
+
+def test_create_single_experiment(client: TestClient, team_token: tuple[str, str]) -> None:
+    _, token = team_token
+    response = client.post("/v1/experiments", json=EXAMPLE, headers=auth(token))
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["run_count"] == 1 and body["status"] == "queued" and body["kind"] == "experiment"
+    detail = client.get(f"/v1/experiments/{body['id']}", headers=auth(token)).json()
+    assert [r["status"] for r in detail["runs"]] == ["queued"]
+    run = client.get(f"/v1/runs/{detail['runs'][0]['id']}", headers=auth(token)).json()
+    # Stored normalised: SI units.
+    assert run["spec"]["topology"]["bottleneck"]["rate"] == 10e6
+    assert run["spec"]["topology"]["bottleneck"]["delay"] == pytest.approx(0.020)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda s: s["flows"][1].__setitem__("algorithm", "renoo"), "flows.1.algorithm"),
+        (lambda s: s["topology"]["bottleneck"].__setitem__("rate", "10Mbt"), "topology"),
+        (lambda s: s.__setitem__("duration", "-1s"), "duration"),
+        (lambda s: s.__setitem__("flowz", []), "flowz"),
+    ],
+)
+def test_validation_error_names_the_field(
+    client: TestClient, team_token: tuple[str, str], mutate: Any, field: str
+) -> None:
+    team, token = team_token
+    spec = copy.deepcopy(EXAMPLE)
+    mutate(spec)
+    response = client.post("/v1/experiments", json=spec, headers=auth(token))
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["error"] == "validation_error"
+    fields = [e["field"] for e in body["errors"]]
+    assert any(f.startswith(field) for f in fields), fields
+    assert all(e["reason"] for e in body["errors"])
+    assert count_experiments(team) == 0
+
+
+def test_bad_rate_error_names_full_path(client: TestClient, team_token: tuple[str, str]) -> None:
+    _, token = team_token
+    spec = copy.deepcopy(EXAMPLE)
+    spec["topology"]["bottleneck"]["rate"] = "10Mbt"
+    body = client.post("/v1/experiments", json=spec, headers=auth(token)).json()
+    rate_errors = [e for e in body["errors"] if e["field"].endswith("bottleneck.rate")]
+    assert rate_errors and "10Mbt" in rate_errors[0]["reason"], body
+
+
+def test_teams_cannot_see_each_other(client: TestClient, unique: str) -> None:
+    from api.teams import service as teams
+
+    with session_scope() as session:
+        token_a = teams.create_token(session, teams.create_team(session, f"a-{unique}"), "t")
+        token_b = teams.create_token(session, teams.create_team(session, f"b-{unique}"), "t")
+    created = client.post("/v1/experiments", json=EXAMPLE, headers=auth(token_a)).json()
+    exp_id = created["id"]
+    run_id = client.get(f"/v1/experiments/{exp_id}", headers=auth(token_a)).json()["runs"][0]["id"]
+    for path in (
+        f"/v1/experiments/{exp_id}",
+        f"/v1/experiments/{exp_id}/report",
+        f"/v1/runs/{run_id}",
+    ):
+        assert client.get(path, headers=auth(token_b)).status_code == 404, path
+        assert client.get(path, headers=auth(token_a)).status_code == 200, path
+    assert client.post(f"/v1/experiments/{exp_id}/cancel", headers=auth(token_b)).status_code == 404
+    listing = client.get("/v1/experiments", headers=auth(token_b)).json()
+    assert listing["total"] == 0 and listing["items"] == []
+
+
+def test_auth_required(client: TestClient) -> None:
+    assert client.get("/v1/experiments").status_code == 401
+    response = client.get("/v1/experiments", headers=auth("ccb_wrong"))
+    assert response.status_code == 401
+    assert "invalid" in response.json()["message"]
+
+
+def test_pagination_and_filters(client: TestClient, team_token: tuple[str, str]) -> None:
+    _, token = team_token
+    ids = []
+    for i in range(5):
+        spec = copy.deepcopy(EXAMPLE)
+        spec["name"] = f"page-{i}"
+        spec["tags"] = ["even"] if i % 2 == 0 else ["odd"]
+        ids.append(client.post("/v1/experiments", json=spec, headers=auth(token)).json()["id"])
+    first = client.get("/v1/experiments?page=1&page_size=2", headers=auth(token)).json()
+    second = client.get("/v1/experiments?page=2&page_size=2", headers=auth(token)).json()
+    third = client.get("/v1/experiments?page=3&page_size=2", headers=auth(token)).json()
+    assert first["total"] == 5
+    seen = [e["id"] for page in (first, second, third) for e in page["items"]]
+    assert sorted(seen) == sorted(ids) and len(set(seen)) == 5
+    assert [len(p["items"]) for p in (first, second, third)] == [2, 2, 1]
+    even = client.get("/v1/experiments?tag=even", headers=auth(token)).json()
+    assert even["total"] == 3
+    named = client.get("/v1/experiments?name=page-4", headers=auth(token)).json()
+    assert [e["name"] for e in named["items"]] == ["page-4"]
+    queued = client.get("/v1/experiments?status=queued", headers=auth(token)).json()
+    assert queued["total"] == 5
+    assert client.get("/v1/experiments?status=done", headers=auth(token)).json()["total"] == 0
+    bad = client.get("/v1/experiments?page=0", headers=auth(token))
+    assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "page"
+
+
+def test_matrix_expands_to_runs_and_grouped_report(
+    client: TestClient, team_token: tuple[str, str]
+) -> None:
+    _, token = team_token
+    body = matrix(["reno", "cubic"], ["0.5bdp", "1bdp", "2bdp"], 2)
+    created = client.post("/v1/experiments", json=body, headers=auth(token))
+    assert created.status_code == 201, created.text
+    assert created.json()["run_count"] == 12
+    detail = client.get(f"/v1/experiments/{created.json()['id']}", headers=auth(token)).json()
+    runs = detail["runs"]
+    assert len(runs) == 12
+    points = {(r["point_index"], r["repetition"]) for r in runs}
+    assert len(points) == 12
+    combos = {
+        (
+            str(r["axis_values"]["flows[*].algorithm"]),
+            str(r["axis_values"]["topology.bottleneck.buffer"]),
+        )
+        for r in runs
+    }
+    assert len(combos) == 6
+    report = client.get(f"/v1/experiments/{detail['id']}/report", headers=auth(token)).json()
+    assert len(report["runs"]) == 12
+    assert len(report["groups"]) == 6
+    # Nothing ran yet: each group has 2 repetitions, none finished.
+    assert all(g["runs"] == 2 and g["n"] == 0 for g in report["groups"])
+    assert {tuple(sorted(g["axis_values"].items())) for g in report["groups"]} == {
+        tuple(sorted(r["axis_values"].items())) for r in runs
+    }
+
+
+def test_matrix_over_limit_is_refused_before_storing(
+    client: TestClient, team_token: tuple[str, str]
+) -> None:
+    team, token = team_token
+    body = matrix(["reno", "cubic"], [f"{i}pkt" for i in range(1, 101)], 100)  # 20,000 runs
+    response = client.post("/v1/experiments", json=body, headers=auth(token))
+    assert response.status_code == 422, response.text
+    assert "20,000" in response.json()["message"] or "20000" in response.json()["message"]
+    assert count_experiments(team) == 0
+
+
+def test_cancel_queued_experiment_then_conflict(
+    client: TestClient, team_token: tuple[str, str]
+) -> None:
+    _, token = team_token
+    exp_id = client.post("/v1/experiments", json=EXAMPLE, headers=auth(token)).json()["id"]
+    cancelled = client.post(f"/v1/experiments/{exp_id}/cancel", headers=auth(token))
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    with session_scope() as session:
+        statuses = session.scalars(select(Run.status).where(Run.experiment_id == exp_id)).all()
+    assert statuses == ["cancelled"]
+    again = client.post(f"/v1/experiments/{exp_id}/cancel", headers=auth(token))
+    assert again.status_code == 409 and "already cancelled" in again.json()["message"]
+
+
+def test_unknown_ids_are_404(client: TestClient, team_token: tuple[str, str]) -> None:
+    _, token = team_token
+    assert client.get("/v1/experiments/nope", headers=auth(token)).status_code == 404
+    assert client.get("/v1/runs/nope", headers=auth(token)).status_code == 404
+
+
+def test_openapi_documents_the_endpoints(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in (
+        "/v1/experiments",
+        "/v1/experiments/{experiment_id}",
+        "/v1/experiments/{experiment_id}/cancel",
+        "/v1/experiments/{experiment_id}/report",
+        "/v1/runs/{run_id}",
+    ):
+        assert path in paths, path

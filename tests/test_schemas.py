@@ -1,0 +1,187 @@
+"""Spec models: units parse to SI, bad values name the field, matrices expand as documented,
+and the committed JSON Schema files match the models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from schemas import (
+    Buffer,
+    ExperimentSpec,
+    MatrixSpec,
+    SpecError,
+    Submission,
+    errors_of,
+    expand_submission,
+    parse_buffer,
+    parse_duration,
+    parse_rate,
+    parse_size,
+)
+from schemas.generate import OUT_DIR, documents, render
+
+EXAMPLES = Path(__file__).parents[1] / "schemas" / "examples"
+SUBMISSION: TypeAdapter[Any] = TypeAdapter(Submission)
+
+
+@pytest.mark.parametrize(
+    ("text", "bps"),
+    [
+        ("10Mbit", 10e6),
+        ("1.5Gbit", 1.5e9),
+        ("500kbit", 5e5),
+        ("64kbps", 64e3),
+        (1000, 1000.0),
+        ("100 Mbit/s", 100e6),
+        ("2e6bit", 2e6),
+    ],
+)
+def test_rates(text: Any, bps: float) -> None:
+    assert parse_rate(text) == pytest.approx(bps)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("20ms", 0.02), ("1.5s", 1.5), ("500us", 5e-4), ("2min", 120.0), ("3", 3.0), (0, 0.0)],
+)
+def test_durations(text: Any, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_sizes_and_buffers() -> None:
+    assert parse_size("64KB") == 64_000 and parse_size("64KiB") == 65_536
+    assert parse_buffer("25pkt") == Buffer(25, "pkt")
+    assert parse_buffer("0.25bdp") == Buffer(0.25, "bdp")
+    assert parse_buffer("64KB") == Buffer(64_000, "bytes")
+    assert str(parse_buffer("64KB")) == "64000B" and str(parse_buffer("1bdp")) == "1bdp"
+    # 10 Mbit/s x 40 ms = 50,000 bytes = 33 packets of 1500 bytes.
+    assert parse_buffer("1bdp").packets(50_000) == 33
+    assert parse_buffer("0.01bdp").packets(50_000) == 1
+
+
+@pytest.mark.parametrize(
+    ("parser", "text", "reason"),
+    [
+        (parse_rate, "10Mbt", "unknown rate unit"),
+        (parse_rate, "0Mbit", "greater than 0"),
+        (parse_rate, "fast", "not a rate"),
+        (parse_duration, "-1s", "negative"),
+        (parse_duration, "5h", "unknown time unit"),
+        (parse_buffer, "1.5pkt", "whole number"),
+        (parse_buffer, "3lb", "unknown buffer unit"),
+        (parse_size, "1.5B", "whole number"),
+    ],
+)
+def test_bad_units_say_why(parser: Any, text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parser(text)
+
+
+def load(name: str) -> Any:
+    return SUBMISSION.validate_python(yaml.safe_load((EXAMPLES / name).read_text()))
+
+
+def test_example_is_the_documented_experiment() -> None:
+    spec = load("dumbbell-reno-vs-cubic.yaml")
+    assert isinstance(spec, ExperimentSpec)
+    bottleneck = spec.topology.bottleneck
+    assert (bottleneck.rate, bottleneck.delay, spec.duration) == (10e6, 0.02, 20.0)
+    assert bottleneck.buffer_limit() == (33, None)
+    assert [f.algorithm.value for f in spec.flows] == ["reno", "cubic"]
+    # The stored (JSON) form validates again to the same spec.
+    assert ExperimentSpec.model_validate(spec.model_dump(mode="json")) == spec
+
+
+def test_unknown_fields_and_missing_runtimes_name_the_field() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+    raw["flows"][0]["algoritm"] = "reno"
+    raw["flows"][1]["algorithm"] = "bfa"
+    with pytest.raises(ValidationError) as info:
+        SUBMISSION.validate_python(raw)
+    errors = {e["loc"]: e["msg"] for e in errors_of(info.value)}
+    assert any(loc.endswith("flows.0.algoritm") for loc in errors), errors
+    assert any("bfa" in msg and "kernel/builtin" in msg for msg in errors.values()), errors
+
+
+def test_matrix_product_zip_repetitions_and_seeds() -> None:
+    matrix = load("matrix-buffer-sweep.yaml")
+    assert isinstance(matrix, MatrixSpec)
+    runs = expand_submission(matrix, limit=10_000)
+    assert len(runs) == 18
+    assert {(r.index, r.repetition) for r in runs} == {(i, k) for i in range(6) for k in range(3)}
+    # Shuffled, but deterministically so, and every run has its own recorded seed.
+    again = expand_submission(matrix, limit=10_000)
+    assert [(r.index, r.repetition, r.spec.seed) for r in runs] == [
+        (r.index, r.repetition, r.spec.seed) for r in again
+    ]
+    assert [(r.index, r.repetition) for r in runs] != sorted((r.index, r.repetition) for r in runs)
+    assert len({r.spec.seed for r in runs}) == 18
+    for run in runs:
+        algorithm = run.axis_values["flows[*].algorithm"]
+        assert [f.algorithm.value for f in run.spec.flows] == [algorithm, algorithm]
+        assert (
+            str(run.spec.topology.bottleneck.buffer)
+            == run.axis_values["topology.bottleneck.buffer"]
+        )
+    two_buffers = matrix.axes[1].model_copy(update={"values": ["1bdp", "2bdp"]})
+    zipped = matrix.model_copy(
+        update={"combine": "zip", "repetitions": 1, "axes": [matrix.axes[0], two_buffers]}
+    )
+    assert [
+        r.axis_values for r in sorted(expand_submission(zipped, 10_000), key=lambda r: r.index)
+    ] == [
+        {"flows[*].algorithm": "reno", "topology.bottleneck.buffer": "1bdp"},
+        {"flows[*].algorithm": "cubic", "topology.bottleneck.buffer": "2bdp"},
+    ]
+    with pytest.raises(SpecError, match="zip needs axes of equal length"):
+        expand_submission(
+            matrix.model_copy(
+                update={
+                    "combine": "zip",
+                    "axes": [
+                        matrix.axes[0],
+                        matrix.axes[1].model_copy(update={"values": ["1bdp"]}),
+                    ],
+                }
+            ),
+            limit=10_000,
+        )
+
+
+def test_matrix_errors_name_axis_and_value() -> None:
+    matrix = load("matrix-buffer-sweep.yaml")
+    bad_value = matrix.model_copy(
+        update={
+            "axes": [
+                matrix.axes[0],
+                matrix.axes[1].model_copy(update={"values": ["1bdp", "12parsecs"]}),
+            ]
+        }
+    )
+    with pytest.raises(SpecError) as info:
+        expand_submission(bad_value, limit=10_000)
+    assert info.value.errors[0]["loc"] == "axes.1.values.1.topology.bottleneck.buffer"
+    bad_path = matrix.model_copy(
+        update={"axes": [matrix.axes[0].model_copy(update={"path": "topology.bottleneck.bufer"})]}
+    )
+    with pytest.raises(SpecError) as info:
+        expand_submission(bad_path, limit=10_000)
+    assert info.value.errors[0]["loc"] == "axes.0.path"
+    assert "bufer" in info.value.errors[0]["msg"]
+    with pytest.raises(SpecError, match="matrix expands to 18 runs, more than the limit 17"):
+        expand_submission(matrix, limit=17)
+
+
+def test_committed_json_schema_matches_the_models() -> None:
+    expected = documents()
+    committed = {p.name for p in OUT_DIR.glob("*.json")}
+    assert committed == set(expected), "run `make schemas` and commit schemas/json/"
+    for name, doc in expected.items():
+        assert (OUT_DIR / name).read_text() == render(doc), (
+            f"schemas/json/{name} is out of date: run `make schemas` and commit it"
+        )
