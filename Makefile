@@ -16,7 +16,7 @@ demo: install
 	rc=0; $(CCBENCH) submit $(EXAMPLE) --wait || rc=$$?; $(CCBENCH) down; exit $$rc
 
 # The whole test suite. pytest exits 5 when it collected no test: that fails too.
-test: test-python
+test: lint test-rust test-python
 
 test-rust:
 	cd agents && cargo test --release --locked
@@ -28,7 +28,8 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy schemas ccbench api workers
-	cd agents && cargo clippy --release --locked -- -D warnings
+	cd agents && cargo clippy --release --locked --all-targets -- -D warnings
+	cd agents && cargo fmt --check
 
 # Regenerate the committed JSON Schema files from the Pydantic models.
 schemas:

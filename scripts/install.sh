@@ -31,6 +31,11 @@ fi
 # Debian's postgresql and redis packages start system-wide servers where systemd runs;
 # ccbench's tests start their own on free loopback ports and do not need those.
 
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "install.sh: cargo not found. Install a current Rust toolchain (rustup) and re-run." >&2
+  exit 1
+fi
+
 if [ ! -x .venv/bin/python ]; then
   log "Python venv (.venv)"
   /usr/bin/python3 -m venv .venv
@@ -38,4 +43,6 @@ fi
 log "Python packages"
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
 
-log "done: $(.venv/bin/ccbench --help >/dev/null && echo ccbench CLI ok)"
+log "Rust agents (cargo build --release)"
+(cd agents && cargo build --release --locked -q)
+log "done: $(.venv/bin/ccbench --help >/dev/null && echo ccbench CLI ok), agents in agents/target/release"

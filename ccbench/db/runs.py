@@ -19,11 +19,12 @@ def transition(
     run_id: str,
     target: RunStatus,
     *,
-    attempt: int | None = None,
+    expect_attempt: int | None = None,
     only_from: frozenset[RunStatus] | None = None,
     **values: Any,
 ) -> bool:
-    """Move the run to `target`; True when this call made the move."""
+    """Move the run to `target` (only from a state allowed to precede it, and only while it is
+    still attempt `expect_attempt`); True when this call made the move."""
     allowed = sources_of(target) if only_from is None else sources_of(target) & only_from
     stmt = (
         update(Run)
@@ -31,8 +32,8 @@ def transition(
         .values(status=target.value, **values)
         .execution_options(synchronize_session=False)
     )
-    if attempt is not None:
-        stmt = stmt.where(Run.attempt == attempt)
+    if expect_attempt is not None:
+        stmt = stmt.where(Run.attempt == expect_attempt)
     result = session.execute(stmt)
     assert isinstance(result, CursorResult)
     return result.rowcount == 1

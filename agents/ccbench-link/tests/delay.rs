@@ -1,0 +1,124 @@
+//! The delay line in a namespace this test creates: the NFQUEUE rule lives only in that
+//! namespace, ping's RTT grows by the configured delay, and the counters are written on SIGTERM.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+const LINK: &str = env!("CARGO_BIN_EXE_ccbench-link");
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(args[0]).args(&args[1..]).output().unwrap()
+}
+
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run(&["ip", "netns", "del", &self.0]);
+    }
+}
+
+fn min_rtt_ms(ns: &str) -> f64 {
+    let out = run(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "ping",
+        "-c",
+        "10",
+        "-i",
+        "0.05",
+        "-q",
+        "127.0.0.1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // rtt min/avg/max/mdev = 20.101/20.164/20.238/0.040 ms
+    let stats = text
+        .lines()
+        .find(|l| l.contains("min/avg"))
+        .unwrap_or_else(|| panic!("{text}"));
+    stats
+        .split('=')
+        .nth(1)
+        .unwrap()
+        .trim()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn delays_packets_by_the_configured_time() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (network namespaces, NFQUEUE)");
+        return;
+    }
+    let ns = Netns(format!("ccbt-link-{}", std::process::id()));
+    assert!(run(&["ip", "netns", "add", &ns.0]).status.success());
+    assert!(run(&["ip", "-n", &ns.0, "link", "set", "lo", "up"])
+        .status
+        .success());
+    let base = min_rtt_ms(&ns.0);
+    let stats = std::env::temp_dir().join(format!("ccbt-link-{}.json", std::process::id()));
+    let mut link = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            LINK,
+            "delay",
+            "--queue-num",
+            "3",
+            "--delay-us",
+            "10000",
+            "--stats-out",
+            stats.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(link.stdout.as_mut().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert!(ready.contains("\"ready\""), "{ready}");
+    // Echo requests only: one 10 ms delay per round trip.
+    let rule = [
+        "-w",
+        "-A",
+        "OUTPUT",
+        "-p",
+        "icmp",
+        "--icmp-type",
+        "echo-request",
+        "-j",
+        "NFQUEUE",
+        "--queue-num",
+        "3",
+    ];
+    let mut args = vec!["ip", "netns", "exec", &ns.0, "iptables"];
+    args.extend(rule);
+    assert!(run(&args).status.success());
+    let delayed = min_rtt_ms(&ns.0);
+    // SAFETY: plain kill(2) on our child.
+    unsafe { libc::kill(link.id() as i32, libc::SIGTERM) };
+    assert!(link.wait().unwrap().success());
+    let added = delayed - base;
+    assert!(
+        (10.0..=11.0).contains(&added),
+        "added {added:.3} ms for 10 ms configured"
+    );
+    let counters: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert!(counters["packets"].as_u64().unwrap() >= 10);
+    assert_eq!(
+        counters["bytes"].as_u64().unwrap(),
+        counters["packets"].as_u64().unwrap() * 84
+    );
+    assert!(counters["late_us_p99"].as_u64().unwrap() < 1000);
+    let _ = std::fs::remove_file(stats);
+}

@@ -1,0 +1,1 @@
+"""Benchmarks; each prints its figures as JSON lines (bench, figure, value, unit, target)."""

@@ -1,0 +1,114 @@
+"""The embedded local stack as a user runs it: `ccbench up --detach`, `submit --wait`,
+`report --json`, `down` — SQLite database and SQLite broker, no server needed. Also the CLI's
+messages when the API is unreachable or the token is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ccbench.settings import REPO_ROOT
+from tests.hoststate import HostState
+
+CCBENCH = [sys.executable, "-m", "ccbench.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def embedded_env(state_dir: Path, port: int) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CCBENCH_DATABASE_URL", "CCBENCH_BROKER_URL")
+    }
+    env.update(CCBENCH_STATE_DIR=str(state_dir), CCBENCH_API_PORT=str(port))
+    return env
+
+
+def ccbench(
+    env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CCBENCH, *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.root
+def test_embedded_stack_runs_the_example(tmp_path: Path) -> None:
+    before = HostState.capture()
+    env = embedded_env(tmp_path / "state", free_port())
+    spec = yaml.safe_load((REPO_ROOT / "schemas/examples/dumbbell-reno-vs-cubic.yaml").read_text())
+    spec["duration"] = "6s"
+    spec_file = tmp_path / "short.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    up = ccbench(env, "up", "--detach")
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        submitted = ccbench(env, "submit", str(spec_file), "--wait", timeout=180)
+        out = submitted.stdout
+        assert submitted.returncode == 0, out + submitted.stderr
+        assert "running [" in out  # live progress
+        assert "goodput_bps=" in out and "jain_index=" in out and "[ok ] delay" in out, out
+        experiment_id = out.split()[1]
+        report = json.loads(ccbench(env, "report", experiment_id, "--json").stdout)
+        [run] = report["runs"]
+        assert run["status"] == "done"
+        assert all(f["rtt_mean_s"] >= 0.040 for f in run["flows"])
+        assert {"utilization", "jain_index", "queue_mean_pkts", "power"} <= set(run["aggregate"])
+    finally:
+        down = ccbench(env, "down")
+    assert down.returncode == 0 and "worker" in down.stdout, down.stdout + down.stderr
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def test_cli_says_when_the_api_is_unreachable_or_the_token_is_wrong(
+    tmp_path: Path, team_token: tuple[str, str]
+) -> None:
+    env = embedded_env(tmp_path / "state", free_port())
+    env.update(CCBENCH_API_URL=f"http://127.0.0.1:{free_port()}", CCBENCH_TOKEN="ccb_x")
+    result = ccbench(env, "status", "some-id")
+    assert result.returncode == 1
+    assert "cannot reach the ccbench API" in result.stderr, result.stderr
+
+    # A real API (on the test database): a wrong token is refused with advice, a right one works.
+    port = free_port()
+    api_env = dict(os.environ, CCBENCH_API_PORT=str(port))
+    api = subprocess.Popen(
+        [*CCBENCH, "api"],
+        cwd=REPO_ROOT,
+        env=api_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        env.update(CCBENCH_API_URL=f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 30
+        while "cannot reach" in (result := ccbench(env, "status", "some-id")).stderr:
+            assert time.monotonic() < deadline, "API did not start"
+            time.sleep(0.2)
+        assert result.returncode == 1
+        assert "refused the token" in result.stderr and "create-token" in result.stderr
+        env["CCBENCH_TOKEN"] = team_token[1]
+        missing = ccbench(env, "status", "some-id")
+        assert missing.returncode == 1 and "404" in missing.stderr, missing.stderr
+    finally:
+        api.terminate()
+        api.wait(10)

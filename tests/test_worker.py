@@ -1,0 +1,204 @@
+"""The worker end to end, with a real Celery worker process, the real broker (Redis), the real
+database (PostgreSQL) and real network namespaces: a run of the example is measured correctly,
+a redelivered task is a no-op, cancellation stops a running run, and a worker killed mid-run
+leaves nothing running and no run stuck."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from api.app import app
+from ccbench.db.models import Run
+from ccbench.db.session import session_scope
+from ccbench.settings import REPO_ROOT, get_settings
+from tests.hoststate import HostState
+
+pytestmark = [pytest.mark.root, pytest.mark.services]
+
+EXAMPLE = yaml.safe_load((REPO_ROOT / "schemas/examples/dumbbell-reno-vs-cubic.yaml").read_text())
+
+
+def short_example(duration_s: float, name: str) -> dict[str, Any]:
+    spec = copy.deepcopy(EXAMPLE)
+    spec["name"] = name
+    spec["duration"] = f"{duration_s}s"
+    spec["measurement"] = {"skip_start": "2s"}
+    return spec
+
+
+class Worker:
+    def __init__(self, log_path: Path) -> None:
+        from ccbench.stack import worker_command
+
+        self.log_path = log_path
+        self.log = log_path.open("ab")
+        self.proc = subprocess.Popen(
+            worker_command(f"test-{os.getpid()}@%h"),
+            cwd=REPO_ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while " ready." not in log_path.read_text(errors="replace"):
+            assert self.proc.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, "worker not ready in 60 s"
+            time.sleep(0.2)
+
+    def kill_hard(self) -> None:
+        """SIGKILL the whole worker (main process and its pool child), as an OOM killer would."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill_hard()
+        self.log.close()
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[Worker]:
+    w = Worker(tmp_path / "worker.log")
+    yield w
+    w.stop()
+
+
+@pytest.fixture
+def client() -> TestClient:
+    return TestClient(app)
+
+
+@pytest.fixture
+def host_state() -> HostState:
+    return HostState.capture()
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def run_row(run_id: str) -> Run:
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        session.expunge(run)
+        return run
+
+
+def submit(client: TestClient, token: str, spec: dict[str, Any]) -> tuple[str, str]:
+    headers = {"Authorization": f"Bearer {token}"}
+    created = client.post("/v1/experiments", json=spec, headers=headers)
+    assert created.status_code == 201, created.text
+    exp_id = created.json()["id"]
+    run_id = client.get(f"/v1/experiments/{exp_id}", headers=headers).json()["runs"][0]["id"]
+    return exp_id, run_id
+
+
+def test_run_end_to_end_applies_rate_delay_and_buffer(
+    worker: Worker, client: TestClient, team_token: tuple[str, str], host_state: HostState
+) -> None:
+    _, token = team_token
+    headers = {"Authorization": f"Bearer {token}"}
+    exp_id, run_id = submit(client, token, short_example(8, "e2e"))
+    wait_for(lambda: run_row(run_id).status in ("done", "failed"), 90, "the run to finish")
+    run = run_row(run_id)
+    assert run.status == "done", run.error
+    report = client.get(f"/v1/experiments/{exp_id}/report", headers=headers).json()
+    assert report["status"] == "done"
+    [r] = report["runs"]
+    checks = {c["name"]: c for c in r["checks"]}
+    assert all(c["ok"] for c in checks.values()), checks
+    applied, aggregate = r["applied"], r["aggregate"]
+    # Delay: base RTT 40 ms; the minimum RTT adds one packet's transmission time at most.
+    assert 0.040 <= applied["measured_min_rtt_s"] <= 0.040 * 1.05
+    # Rate: the bottleneck sends at 10 Mbit/s (within 5%) while it has a queue.
+    assert applied["measured_rate_bps"] == pytest.approx(10e6, rel=0.05)
+    assert aggregate["utilization"] == pytest.approx(1.0, abs=0.05)
+    # Buffer: 1 BDP = 33 packets, never exceeded.
+    assert applied["buffer_pkts"] == 33 and aggregate["queue_max_pkts"] <= 33
+    assert all(f["rtt_mean_s"] >= 0.040 for f in r["flows"])
+    assert sum(f["goodput_bps"] for f in r["flows"]) == pytest.approx(10e6 * 1448 / 1514, rel=0.05)
+    assert [f["algorithm"] for f in r["flows"]] == ["reno", "cubic"]
+    assert run.provenance["kernel"] and run.provenance["seed"] == 1
+    assert run.provenance["delay_mechanism"] in ("netem", "nfqueue")
+    detail = client.get(f"/v1/runs/{run_id}", headers=headers).json()
+    assert {"queue", "flow-0.tcp_info", "flow-1.goodput"} <= set(detail["series"])
+
+    # A redelivered message for the finished run does nothing.
+    from workers.lifecycle import execute
+
+    assert execute(run_id, worker_id="redelivery-test") == "skipped"
+    again = run_row(run_id)
+    assert (again.status, again.finished_at, again.attempt) == (
+        run.status,
+        run.finished_at,
+        run.attempt,
+    )
+    assert HostState.capture().leftovers_since(host_state) == []
+
+
+def test_cancel_stops_a_running_run(
+    worker: Worker, client: TestClient, team_token: tuple[str, str], host_state: HostState
+) -> None:
+    _, token = team_token
+    exp_id, run_id = submit(client, token, short_example(60, "cancel"))
+    wait_for(lambda: run_row(run_id).status == "running", 60, "the run to start")
+    cancelled_at = time.monotonic()
+    response = client.post(
+        f"/v1/experiments/{exp_id}/cancel", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert response.status_code == 200
+    wait_for(lambda: run_row(run_id).status == "cancelled", 20, "the run to be cancelled")
+    assert time.monotonic() - cancelled_at < 20
+    wait_for(lambda: not HostState.capture().leftovers_since(host_state), 10, "cleanup")
+
+
+def test_killed_worker_leaves_nothing_behind_and_no_run_stuck(
+    client: TestClient, team_token: tuple[str, str], host_state: HostState, tmp_path: Path
+) -> None:
+    from workers.reaper import reap_stale_runs
+
+    _, token = team_token
+    worker = Worker(tmp_path / "worker.log")
+    try:
+        _, run_id = submit(client, token, short_example(60, "killed"))
+        wait_for(lambda: run_row(run_id).status == "running", 60, "the run to start")
+        worker.kill_hard()
+    finally:
+        worker.stop()
+    # The sandbox dies with the worker: its PID namespace takes every process and interface.
+    wait_for(
+        lambda: not HostState.capture().leftovers_since(host_state),
+        10,
+        "the sandbox to disappear: " + "; ".join(HostState.capture().leftovers_since(host_state)),
+    )
+    assert run_row(run_id).status == "running"  # nobody has told the database yet
+    # Once its heartbeat is stale the reaper takes the run back: with attempts left it is
+    # queued again, on the last attempt it fails with the reason.
+    time.sleep(1.0)
+    stale = get_settings().model_copy(update={"heartbeat_timeout_s": 0.5})
+    reaped = reap_stale_runs(stale.model_copy(update={"run_max_attempts": 1}))
+    assert [(r.run_id, r.action) for r in reaped if r.run_id == run_id] == [(run_id, "failed")]
+    run = run_row(run_id)
+    assert run.status == "failed" and "stopped heartbeating" in (run.error or "")

@@ -1,0 +1,88 @@
+"""The Mininet sandbox on its own (no database): byte buffers, capability errors, cleanup."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ccbench.analysis.run import analyze_run
+from ccbench.settings import REPO_ROOT, get_settings
+from schemas import ExperimentSpec
+from tests.hoststate import HostState
+from workers.planning import plan_for_spec
+from workers.testbeds.mininet.probe import probe_host
+from workers.testbeds.mininet.runner import SandboxResult, run_sandbox
+
+pytestmark = pytest.mark.root
+
+EXAMPLE = yaml.safe_load((REPO_ROOT / "schemas/examples/dumbbell-reno-vs-cubic.yaml").read_text())
+
+
+def spec_with(**changes: Any) -> ExperimentSpec:
+    raw = copy.deepcopy(EXAMPLE)
+    raw["duration"] = "4s"
+    raw["measurement"] = {"skip_start": "1s"}
+    for path, value in changes.items():
+        target = raw
+        *parents, leaf = path.split(".")
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        target[leaf] = value
+    return ExperimentSpec.model_validate(raw)
+
+
+def run(spec: ExperimentSpec, run_dir: Path) -> tuple[SandboxResult, list[dict[str, Any]]]:
+    events: list[dict[str, Any]] = []
+    plan = plan_for_spec(spec, run_id="sandbox-test", out_dir=run_dir, settings=get_settings())
+    result = run_sandbox(plan, on_event=events.append, should_cancel=lambda: False, deadline_s=60)
+    return result, events
+
+
+def test_byte_buffer_is_never_exceeded(tmp_path: Path) -> None:
+    before = HostState.capture()
+    spec = spec_with(**{"topology.bottleneck.buffer": "30KB"})
+    result, events = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    assert [e["phase"] for e in events if e["event"] == "phase"] == [
+        "provisioning",
+        "running",
+        "collecting",
+    ]
+    assert any(e["event"] == "progress" for e in events)
+    qdisc = [json.loads(line) for line in (tmp_path / "qdisc.jsonl").read_text().splitlines()]
+    leaf = [q for q in qdisc if q["kind"] == "bfifo"]
+    assert leaf and max(q["backlog_bytes"] for q in leaf) <= 30_000
+    analysis = analyze_run(tmp_path, spec)
+    checks = {c.name: c for c in analysis.summary.checks}
+    assert checks["buffer"].ok and checks["delay"].ok, checks
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    applied = [c["cmd"] for c in provenance["commands"]]
+    assert any("bfifo limit 30000" in c for c in applied)
+    assert any("htb rate 10000000bit" in c for c in applied)
+    assert provenance["agent_versions"]["ccbench-agent"].startswith("ccbench-agent ")
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def test_missing_congestion_control_fails_clearly(tmp_path: Path) -> None:
+    available = probe_host(in_private_netns=False)["congestion_controls"]
+    if "vegas" in available:
+        pytest.skip("this host has vegas")
+    result, _ = run(spec_with(**{"flows.1.algorithm": "vegas"}), tmp_path)
+    assert result.status == "error"
+    assert "congestion control vegas is not available on this host" in (result.message or "")
+
+
+def test_demanding_netem_without_netem_fails_clearly(tmp_path: Path) -> None:
+    result, _ = run(spec_with(**{"topology.bottleneck.delay_mechanism": "netem"}), tmp_path)
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    if provenance["capabilities"]["netem"]:
+        assert result.status == "done", result.describe()
+        assert provenance["delay_mechanism"] == "netem"
+    else:
+        assert result.status == "error"
+        assert "this kernel has no netem" in (result.message or "")

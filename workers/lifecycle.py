@@ -1,0 +1,264 @@
+"""execute_run's body: claim the run, drive the testbed, analyse, store, always clean up.
+
+Every state change is a conditional UPDATE guarded by the attempt number (ccbench.db.runs), so a
+redelivered message, a second worker or a run the reaper has taken back cannot write over the
+owner's work."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from ccbench.db.models import Experiment, FlowResult, Run, RunSeries, utcnow
+from ccbench.db.runs import heartbeat, refresh_experiment_status, transition
+from ccbench.db.session import session_scope
+from ccbench.runstate import RunStatus
+from ccbench.settings import Settings, get_settings
+from ccbench.version import CCBENCH_VERSION
+from schemas import ExperimentSpec
+from workers.planning import plan_for_spec
+from workers.testbeds.mininet.runner import run_sandbox
+
+log = logging.getLogger(__name__)
+
+WORKER_ID = f"{socket.gethostname()}:{threading.get_native_id()}"
+
+# Sandbox phases and the run state each one starts.
+PHASE_STATES = {
+    "provisioning": RunStatus.provisioning,
+    "running": RunStatus.running,
+    "collecting": RunStatus.collecting,
+}
+
+
+class RunLost(Exception):
+    """The run is no longer this attempt's (reaped, cancelled or finished elsewhere)."""
+
+
+@dataclass
+class Claim:
+    run_id: str
+    attempt: int
+    experiment_id: str
+    spec: ExperimentSpec
+    run_dir: Path
+
+
+def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
+    """queued -> provisioning for this worker; None when the run is not queued (a no-op)."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.status != RunStatus.queued.value:
+            return None
+        attempt = run.attempt + 1
+        now = utcnow()
+        if not transition(
+            session,
+            run_id,
+            RunStatus.provisioning,
+            only_from=frozenset({RunStatus.queued}),
+            expect_attempt=run.attempt,
+            **{
+                "attempt": attempt,
+                "worker_id": worker_id,
+                "heartbeat_at": now,
+                "started_at": now,
+                "error": None,
+                "progress": {},
+            },
+        ):
+            return None
+        refresh_experiment_status(session, run.experiment_id)
+        run_dir = settings.runs_dir / run_id / f"attempt-{attempt}"
+        return Claim(
+            run_id=run_id,
+            attempt=attempt,
+            experiment_id=run.experiment_id,
+            spec=ExperimentSpec.model_validate(run.spec),
+            run_dir=run_dir,
+        )
+
+
+@dataclass
+class Monitor:
+    """Runs on the task's thread between sandbox polls: heartbeat, phase moves, cancel check."""
+
+    claim: Claim
+    events: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    phase_started: dict[str, float] = field(default_factory=dict)
+    cancelled: bool = False
+
+    def on_event(self, event: dict[str, Any]) -> None:  # sandbox reader thread
+        with self.lock:
+            if event.get("event") == "phase":
+                self.phase_started.setdefault(str(event.get("phase")), time.monotonic())
+            self.events.append(event)
+
+    def phase_timings(self, started: float, ended: float) -> dict[str, float]:
+        """Seconds spent in each sandbox phase: provisioning, running, collecting."""
+        with self.lock:
+            marks = sorted(self.phase_started.items(), key=lambda kv: kv[1])
+        timings: dict[str, float] = {}
+        for i, (phase, at) in enumerate(marks):
+            until = marks[i + 1][1] if i + 1 < len(marks) else ended
+            timings[f"{phase}_s"] = round(until - at, 3)
+        if marks:
+            timings["sandbox_start_s"] = round(marks[0][1] - started, 3)
+        return timings
+
+    def should_cancel(self) -> bool:  # task thread
+        with self.lock:
+            events, self.events = self.events, []
+        c = self.claim
+        with session_scope() as session:
+            for event in events:
+                self._apply(session, event)
+            if not heartbeat(session, c.run_id, c.attempt):
+                raise RunLost(f"run {c.run_id} attempt {c.attempt} is no longer active")
+            cancel_at = session.scalar(
+                select(Experiment.cancel_requested_at).where(Experiment.id == c.experiment_id)
+            )
+        self.cancelled = cancel_at is not None
+        return self.cancelled
+
+    def _apply(self, session: Any, event: dict[str, Any]) -> None:
+        c = self.claim
+        kind = event.get("event")
+        if kind == "phase" and event.get("phase") in PHASE_STATES:
+            phase = str(event["phase"])
+            target = PHASE_STATES[phase]
+            if target != RunStatus.provisioning and not transition(
+                session, c.run_id, target, expect_attempt=c.attempt
+            ):
+                raise RunLost(f"run {c.run_id} could not enter {target.value}")
+        elif kind == "progress":
+            run = session.get(Run, c.run_id)
+            if run is not None and run.attempt == c.attempt:
+                run.progress = {
+                    "elapsed_s": event.get("elapsed_s"),
+                    "duration_s": event.get("duration_s"),
+                }
+
+
+def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
+    """Run one run to a final state. Returns the final status (or 'skipped')."""
+    settings = get_settings()
+    c = claim(run_id, worker_id, settings)
+    if c is None:
+        log.info("run %s is not queued: redelivered or cancelled task, nothing to do", run_id)
+        return "skipped"
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    try:
+        c.run_dir.mkdir(parents=True, exist_ok=True)
+        plan = plan_for_spec(c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings)
+        monitor = Monitor(c)
+        deadline_s = c.spec.duration * 1.5 + settings.run_time_margin_s
+        result = run_sandbox(
+            plan,
+            on_event=monitor.on_event,
+            should_cancel=monitor.should_cancel,
+            deadline_s=deadline_s,
+            poll_s=min(0.5, settings.heartbeat_interval_s),
+            sandbox_python=str(settings.sandbox_python),
+        )
+        sandbox_ended = time.monotonic()
+        monitor.should_cancel()  # apply the last events
+        timings.update(monitor.phase_timings(started, sandbox_ended))
+        timings["sandbox_s"] = round(sandbox_ended - started, 3)
+        if result.status == "cancelled":
+            return _finish(c, RunStatus.cancelled, "cancelled by user", timings)
+        if result.status != "done":
+            return _finish(c, RunStatus.failed, result.describe(), timings)
+
+        analyzing_started = time.monotonic()
+        with session_scope() as session:
+            if not transition(session, c.run_id, RunStatus.analyzing, expect_attempt=c.attempt):
+                raise RunLost(f"run {c.run_id} could not enter analyzing")
+        analysis = analyze(c, settings)
+        timings["analysis_s"] = round(time.monotonic() - analyzing_started, 3)
+        return _store_and_finish(c, analysis, timings)
+    except RunLost as exc:
+        log.warning("%s", exc)
+        return "lost"
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the run's error text
+        log.exception("run %s failed", run_id)
+        return _finish(c, RunStatus.failed, f"{type(exc).__name__}: {exc}", timings)
+
+
+def analyze(c: Claim, settings: Settings) -> Any:
+    from ccbench.analysis.run import analyze_run
+
+    return analyze_run(c.run_dir, c.spec)
+
+
+def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, float]) -> str:
+    with session_scope() as session:
+        provenance = _read_provenance(c.run_dir)
+        moved = transition(
+            session,
+            c.run_id,
+            status,
+            expect_attempt=c.attempt,
+            finished_at=utcnow(),
+            error=error,
+            timings=timings,
+            provenance=provenance,
+            artifacts_dir=str(c.run_dir),
+        )
+        if moved:
+            refresh_experiment_status(session, c.experiment_id)
+    return status.value if moved else "lost"
+
+
+def _read_provenance(run_dir: Path) -> dict[str, Any]:
+    import json
+
+    path = run_dir / "provenance.json"
+    provenance: dict[str, Any] = {}
+    if path.exists():
+        provenance = json.loads(path.read_text())
+    provenance["ccbench_version"] = CCBENCH_VERSION
+    return provenance
+
+
+def _store_and_finish(c: Claim, analysis: Any, timings: dict[str, float]) -> str:
+    with session_scope() as session:
+        for flow in analysis.flows:
+            session.merge(
+                FlowResult(
+                    run_id=c.run_id,
+                    flow_index=flow.flow,
+                    algorithm=flow.algorithm,
+                    metrics=flow.model_dump(mode="json", exclude={"flow", "algorithm"}),
+                )
+            )
+        for name, data in analysis.series.items():
+            session.merge(RunSeries(run_id=c.run_id, name=name, data=data))
+        provenance = _read_provenance(c.run_dir)
+        provenance["seed"] = c.spec.seed
+        moved = transition(
+            session,
+            c.run_id,
+            RunStatus.done,
+            expect_attempt=c.attempt,
+            finished_at=utcnow(),
+            aggregate=analysis.summary.model_dump(mode="json"),
+            timings=timings,
+            provenance=provenance,
+            artifacts_dir=str(c.run_dir),
+            progress={"elapsed_s": c.spec.duration, "duration_s": c.spec.duration},
+        )
+        if not moved:
+            session.rollback()
+            return "lost"
+        refresh_experiment_status(session, c.experiment_id)
+    return RunStatus.done.value

@@ -1,0 +1,94 @@
+"""Runs whose worker died: an active run whose heartbeat went stale is queued again while it
+has attempts left (settings.run_max_attempts), else marked failed. Safe to run from several
+workers at once: every move is a conditional UPDATE."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from ccbench.db.models import Run, utcnow
+from ccbench.db.runs import refresh_experiment_status, transition
+from ccbench.db.session import session_scope
+from ccbench.runstate import ACTIVE, RunStatus
+from ccbench.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reaped:
+    run_id: str
+    action: str  # "requeued" | "failed"
+    detail: str
+
+
+def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
+    settings = settings or get_settings()
+    cutoff = utcnow() - timedelta(seconds=settings.heartbeat_timeout_s)
+    reaped: list[Reaped] = []
+    requeue: list[tuple[str, float]] = []
+    with session_scope() as session:
+        stale = session.execute(
+            select(
+                Run.id, Run.experiment_id, Run.attempt, Run.worker_id, Run.heartbeat_at, Run.spec
+            )
+            .where(Run.status.in_([s.value for s in ACTIVE]))
+            .where((Run.heartbeat_at < cutoff) | Run.heartbeat_at.is_(None))
+        ).all()
+        for run_id, experiment_id, attempt, worker_id, heartbeat_at, spec in stale:
+            detail = (
+                f"worker {worker_id} stopped heartbeating (last at "
+                f"{heartbeat_at.isoformat() if heartbeat_at else 'never'}) during attempt "
+                f"{attempt} of {settings.run_max_attempts}"
+            )
+            if attempt < settings.run_max_attempts:
+                if transition(
+                    session,
+                    run_id,
+                    RunStatus.queued,
+                    expect_attempt=attempt,
+                    worker_id=None,
+                    error=f"retrying: {detail}",
+                    queued_at=utcnow(),
+                ):
+                    reaped.append(Reaped(run_id, "requeued", detail))
+                    requeue.append((run_id, float(spec.get("duration", 0.0))))
+            elif transition(
+                session,
+                run_id,
+                RunStatus.failed,
+                expect_attempt=attempt,
+                error=detail,
+                finished_at=utcnow(),
+            ):
+                reaped.append(Reaped(run_id, "failed", detail))
+            refresh_experiment_status(session, experiment_id)
+    # Enqueue after commit.
+    from workers.dispatch import enqueue_run, run_time_limit_s
+
+    for run_id, duration_s in requeue:
+        enqueue_run(run_id, time_limit_s=run_time_limit_s(duration_s, settings.run_time_margin_s))
+    for r in reaped:
+        log.warning("reaper: run %s %s: %s", r.run_id, r.action, r.detail)
+    return reaped
+
+
+def start_reaper_thread(settings: Settings | None = None) -> threading.Event:
+    """Reap every reaper_interval_s in a daemon thread; set the returned event to stop it."""
+    settings = settings or get_settings()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(settings.reaper_interval_s):
+            try:
+                reap_stale_runs(settings)
+            except Exception:  # noqa: BLE001 - keep reaping after a transient database error
+                log.exception("reaper pass failed")
+
+    threading.Thread(target=loop, name="ccbench-reaper", daemon=True).start()
+    return stop

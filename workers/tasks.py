@@ -1,0 +1,32 @@
+"""Celery tasks. Each task's policy is in its decorator."""
+
+from typing import Any
+
+from celery.signals import worker_ready
+
+from workers.celery_app import app
+from workers.dispatch import EXECUTE_RUN
+
+
+@app.task(  # type: ignore[untyped-decorator]
+    name=EXECUTE_RUN,
+    # Idempotent (a run that is not queued is skipped), so the message is acknowledged only
+    # after the run ended: a worker that dies mid-run leaves it for redelivery and the reaper.
+    acks_late=True,
+    reject_on_worker_lost=False,
+    # No autoretry: failures are the experiment's result, recorded on the run row. Time
+    # limits come per message from the run's duration (workers.dispatch).
+    ignore_result=True,
+)
+def execute_run(run_id: str) -> str:
+    from workers.lifecycle import execute
+
+    return execute(run_id)
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def _start_reaper(**_kwargs: Any) -> None:
+    from workers.reaper import reap_stale_runs, start_reaper_thread
+
+    reap_stale_runs()
+    start_reaper_thread()

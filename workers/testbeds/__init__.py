@@ -1,0 +1,1 @@
+"""Testbed backends: how a run's network and hosts come to exist."""

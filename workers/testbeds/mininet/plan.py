@@ -1,0 +1,65 @@
+"""The plan of one run, written by the worker as `<run_dir>/plan.json` and read by the sandbox:
+everything resolved to plain SI numbers, so the sandbox needs no knowledge of the spec."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+PLAN_VERSION = 1
+DELAY_MECHANISMS = ("auto", "netem", "nfqueue")
+
+
+@dataclass(frozen=True)
+class BottleneckPlan:
+    rate_bps: float
+    delay_s: float  # one way; applied in both directions, so base RTT = 2 * delay_s
+    buffer_pkts: int | None  # exactly one of buffer_pkts / buffer_bytes is set
+    buffer_bytes: int | None
+    queue: str = "droptail"
+
+
+@dataclass(frozen=True)
+class FlowPlan:
+    index: int
+    algorithm: str  # kernel controller name (TCP_CONGESTION)
+    start_s: float
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    run_dir: str
+    agents_dir: str
+    duration_s: float
+    sampling_interval_s: float
+    seed: int
+    bottleneck: BottleneckPlan
+    flows: list[FlowPlan]
+    delay_mechanism: str = "auto"
+    plan_version: int = PLAN_VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.bottleneck.buffer_pkts is None) == (self.bottleneck.buffer_bytes is None):
+            raise ValueError("exactly one of buffer_pkts and buffer_bytes must be set")
+        if self.delay_mechanism not in DELAY_MECHANISMS:
+            raise ValueError(f"delay_mechanism must be one of {', '.join(DELAY_MECHANISMS)}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        raw = json.loads(text)
+        if raw.get("plan_version") != PLAN_VERSION:
+            raise ValueError(f"plan_version {raw.get('plan_version')} is not {PLAN_VERSION}")
+        raw["bottleneck"] = BottleneckPlan(**raw["bottleneck"])
+        raw["flows"] = [FlowPlan(**f) for f in raw["flows"]]
+        return cls(**raw)
+
+    def write(self, path: Path) -> None:
+        path.write_text(self.to_json())

@@ -1,0 +1,399 @@
+#!/usr/bin/python3
+"""Build and run one run's dumbbell inside its sandbox. Runs under the system Python (which has
+Debian's Mininet) as PID 1 of fresh network, PID and mount namespaces:
+
+    unshare --net --pid --mount --fork --kill-child=SIGKILL --mount-proc \\
+        /usr/bin/python3 workers/testbeds/mininet/sandbox.py <run_dir>/plan.json
+
+Everything it creates (Mininet hosts, veths, qdiscs, iptables rules, agent processes) lives in
+namespaces that die with it, so teardown is the sandbox exiting; Mininet's own cleanup (which
+kills processes and deletes links host-wide) is never called.
+
+Stdout carries JSON-line events only (docs/contracts.md); log text goes to sandbox.log."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO_ROOT))
+
+from workers.testbeds.mininet.plan import Plan  # noqa: E402
+from workers.testbeds.mininet.probe import probe_host  # noqa: E402
+from workers.testbeds.mininet.topology import Dumbbell, dumbbell, htb_burst_bytes  # noqa: E402
+
+PORT = 5001
+READY_TIMEOUT_S = 10.0
+# Senders connect first and start sending together this long after they were launched.
+START_MARGIN_S = 0.3
+SENDER_GRACE_S = 15.0
+
+
+class SandboxError(Exception):
+    """A failure with a message meant for the user."""
+
+
+def emit(event: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+class Sandbox:
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.run_dir = Path(plan.run_dir)
+        self.agents = Path(plan.agents_dir)
+        self.log = (self.run_dir / "sandbox.log").open("a")
+        self.commands: list[dict[str, Any]] = []
+        self.provenance: dict[str, Any] = {"plan": json.loads(plan.to_json())}
+        self.topo: Dumbbell = dumbbell(len(plan.flows))
+        self.background: list[tuple[str, subprocess.Popen[str]]] = []
+        self.net: Any = None
+
+    def say(self, text: str) -> None:
+        self.log.write(f"{time.time():.6f} {text}\n")
+        self.log.flush()
+
+    # --- commands ---------------------------------------------------------------------------
+
+    def node(self, name: str) -> Any:
+        return self.net[name]
+
+    def run(self, node: str, *cmd: str, check: bool = True) -> str:
+        """Run a command in a node's namespace; record it (with its exit code) in provenance."""
+        proc = self.node(node).popen(
+            list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
+        )
+        out, err = proc.communicate(timeout=30)
+        self.commands.append({"node": node, "cmd": " ".join(cmd), "rc": proc.returncode})
+        self.say(f"[{node}] {' '.join(cmd)} -> {proc.returncode} {err.strip()}")
+        if check and proc.returncode != 0:
+            raise SandboxError(f"on {node}: `{' '.join(cmd)}` failed: {err.strip() or out.strip()}")
+        return str(out)
+
+    def start(self, node: str, name: str, *cmd: str, ready: str | None = None) -> Any:
+        """Start a long-running agent in a node; wait for its ready line if given."""
+        proc = self.node(node).popen(
+            list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
+        )
+        self.commands.append({"node": node, "cmd": " ".join(cmd), "rc": None})
+        self.background.append((name, proc))
+        if ready is not None:
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            line = proc.stdout.readline() if proc.stdout else ""
+            if ready not in line or time.monotonic() > deadline:
+                proc.kill()
+                err = proc.stderr.read() if proc.stderr else ""
+                raise SandboxError(f"{name} on {node} did not start: {err.strip() or line}")
+        return proc
+
+    # --- phases -----------------------------------------------------------------------------
+
+    def probe(self) -> None:
+        capabilities = probe_host(in_private_netns=True)
+        self.provenance["kernel"] = capabilities["kernel"]
+        self.provenance["capabilities"] = capabilities
+        wanted = {f.algorithm for f in self.plan.flows}
+        missing = sorted(wanted - set(capabilities["congestion_controls"]))
+        if missing:
+            raise SandboxError(
+                f"congestion control {', '.join(missing)} is not available on this host "
+                f"(available: {' '.join(capabilities['congestion_controls'])})"
+            )
+        mechanism = self.plan.delay_mechanism
+        if mechanism == "auto":
+            mechanism = "netem" if capabilities["netem"] else "nfqueue"
+        if mechanism == "netem" and not capabilities["netem"]:
+            raise SandboxError(
+                "the spec asks for netem delay but this kernel has no netem "
+                "(sch_netem); use delay_mechanism auto or nfqueue"
+            )
+        self.provenance["delay_mechanism"] = mechanism
+        versions = {}
+        for binary in ("ccbench-agent", "ccbench-link"):
+            path = self.agents / binary
+            if not path.exists():
+                raise SandboxError(f"{path} is missing: build the agents (make install)")
+            out = subprocess.run([str(path), "--version"], capture_output=True, text=True)
+            versions[binary] = out.stdout.strip()
+        self.provenance["agent_versions"] = versions
+
+    def build(self) -> None:
+        from mininet.link import Link
+        from mininet.log import setLogLevel
+        from mininet.net import VERSION as MININET_VERSION
+        from mininet.net import Mininet
+        from mininet.node import Host
+
+        setLogLevel("error")
+        self.provenance["mininet_version"] = MININET_VERSION
+        net = Mininet(
+            topo=None, controller=None, build=False, autoSetMacs=False, waitConnected=False
+        )
+        for name in self.topo.hosts:
+            net.addHost(name, cls=Host, ip=None)
+        for link in self.topo.links:
+            net.addLink(
+                link.a.node, link.b.node, cls=Link, intfName1=link.a.name, intfName2=link.b.name
+            )
+        self.net = net
+        for link in self.topo.links:
+            for end in (link.a, link.b):
+                self.run(end.node, "ip", "addr", "add", end.address, "dev", end.name)
+                self.run(end.node, "ip", "link", "set", end.name, "up")
+                # Without offloads a drop loses one packet, not a 64 KB super-packet.
+                self.run(
+                    end.node,
+                    "ethtool",
+                    "-K",
+                    end.name,
+                    "tso",
+                    "off",
+                    "gso",
+                    "off",
+                    "gro",
+                    "off",
+                    check=False,
+                )
+        for router in self.topo.routers:
+            self.run(router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        for route in self.topo.routes:
+            self.run(route.node, "ip", "route", "add", route.destination, "via", route.via)
+
+    def shape(self) -> None:
+        b = self.plan.bottleneck
+        dev = self.topo.bottleneck_interface
+        rate = f"{int(b.rate_bps)}bit"
+        burst = str(htb_burst_bytes(b.rate_bps))
+        self.run(
+            "r1", "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"
+        )
+        self.run(
+            "r1",
+            "tc",
+            "class",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            "1:",
+            "classid",
+            "1:1",
+            "htb",
+            "rate",
+            rate,
+            "ceil",
+            rate,
+            "burst",
+            burst,
+            "cburst",
+            burst,
+        )
+        if b.buffer_pkts is not None:
+            leaf = ["pfifo", "limit", str(b.buffer_pkts)]
+        else:
+            leaf = ["bfifo", "limit", str(b.buffer_bytes)]
+        self.run("r1", "tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *leaf)
+        shown = self.run("r1", "tc", "qdisc", "show", "dev", dev)
+        if f"qdisc {leaf[0]} 10:" not in shown or "qdisc htb 1:" not in shown:
+            raise SandboxError(f"the bottleneck qdiscs are not in place on {dev}: {shown}")
+        self.provenance["bottleneck"] = {"dev": dev, "qdisc": shown.strip(), "burst_bytes": burst}
+        self.delay()
+
+    def delay(self) -> None:
+        delay_us = int(round(self.plan.bottleneck.delay_s * 1e6))
+        if delay_us == 0:
+            return
+        mechanism = self.provenance["delay_mechanism"]
+        towards_r1 = self.topo.delay_interface
+        if mechanism == "netem":
+            # Delay on r2's egress, away from the bottleneck queue; netem's limit is its
+            # delay-line capacity, never the experiment's buffer.
+            for dev in [towards_r1, *self.topo.receiver_side_interfaces]:
+                self.run(
+                    "r2",
+                    "tc",
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "root",
+                    "netem",
+                    "delay",
+                    f"{delay_us}us",
+                    "limit",
+                    "1000000",
+                )
+            return
+        link = str(self.agents / "ccbench-link")
+        for queue, direction, match in ((0, "data", "-i"), (1, "ack", "-o")):
+            self.start(
+                "r2",
+                f"ccbench-link {direction}",
+                link,
+                "delay",
+                "--queue-num",
+                str(queue),
+                "--delay-us",
+                str(delay_us),
+                "--stats-out",
+                str(self.run_dir / f"link-{direction}.json"),
+                ready='"ready"',
+            )
+            self.run(
+                "r2",
+                "iptables",
+                "-w",
+                "-A",
+                "FORWARD",
+                match,
+                towards_r1,
+                "-j",
+                "NFQUEUE",
+                "--queue-num",
+                str(queue),
+            )
+
+    def traffic(self) -> None:
+        plan = self.plan
+        agent = str(self.agents / "ccbench-agent")
+        interval_ms = str(max(1, round(plan.sampling_interval_s * 1000)))
+        for flow, receiver, address in zip(
+            plan.flows, self.topo.receivers, self.topo.receiver_addresses, strict=True
+        ):
+            self.start(
+                receiver,
+                f"receiver {flow.index}",
+                agent,
+                "recv",
+                "--listen",
+                f"{address}:{PORT}",
+                "--interval-ms",
+                interval_ms,
+                "--out",
+                str(self.run_dir / f"flow-{flow.index}.recv.jsonl"),
+                ready='"listening"',
+            )
+        self.start(
+            "r1",
+            "qmon",
+            agent,
+            "qmon",
+            "--dev",
+            self.topo.bottleneck_interface,
+            "--interval-ms",
+            interval_ms,
+            "--out",
+            str(self.run_dir / "qdisc.jsonl"),
+        )
+        t0 = time.time() + START_MARGIN_S
+        self.provenance["start_ts"] = t0
+        senders = []
+        for flow, sender, address in zip(
+            plan.flows, self.topo.senders, self.topo.receiver_addresses, strict=True
+        ):
+            proc = self.node(sender).popen(
+                [
+                    agent,
+                    "send",
+                    "--dst",
+                    f"{address}:{PORT}",
+                    "--cc",
+                    flow.algorithm,
+                    "--duration-s",
+                    f"{flow.duration_s}",
+                    "--interval-ms",
+                    interval_ms,
+                    "--out",
+                    str(self.run_dir / f"flow-{flow.index}.send.jsonl"),
+                    "--start-at",
+                    f"{t0 + flow.start_s:.6f}",
+                    "--flow-id",
+                    str(flow.index),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                universal_newlines=True,
+            )
+            senders.append((flow, proc))
+        emit("phase", phase="running")
+        deadline = time.monotonic() + START_MARGIN_S + plan.duration_s + SENDER_GRACE_S
+        while any(p.poll() is None for _, p in senders):
+            if time.monotonic() > deadline:
+                raise SandboxError(f"senders still running {SENDER_GRACE_S:.0f} s after the end")
+            time.sleep(0.2)
+            elapsed = min(plan.duration_s, max(0.0, time.time() - t0))
+            if int(elapsed) != getattr(self, "_last_progress", -1):
+                self._last_progress = int(elapsed)
+                emit("progress", elapsed_s=round(elapsed, 1), duration_s=plan.duration_s)
+        emit("phase", phase="collecting")
+        for flow, proc in senders:
+            err = proc.stderr.read() if proc.stderr else ""
+            if proc.returncode != 0:
+                message = err.strip()
+                with contextlib.suppress(ValueError, KeyError, IndexError):
+                    message = json.loads(message.splitlines()[-1])["error"]
+                raise SandboxError(f"flow {flow.index} ({flow.algorithm}) failed: {message}")
+
+    def collect(self) -> None:
+        for _, proc in self.background:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for name, proc in self.background:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise SandboxError(f"{name} did not stop within 5 s") from None
+            if proc.returncode not in (0, -signal.SIGTERM):
+                err = proc.stderr.read() if proc.stderr else ""
+                raise SandboxError(f"{name} exited with {proc.returncode}: {err.strip()}")
+        link_stats = {}
+        for direction in ("data", "ack"):
+            path = self.run_dir / f"link-{direction}.json"
+            if path.exists():
+                link_stats[direction] = json.loads(path.read_text())
+        if link_stats:
+            self.provenance["delay_line"] = link_stats
+
+    def write_provenance(self) -> None:
+        self.provenance["commands"] = self.commands
+        self.provenance["seed"] = self.plan.seed
+        (self.run_dir / "provenance.json").write_text(json.dumps(self.provenance, indent=2))
+
+
+def main(plan_path: str) -> int:
+    plan = Plan.from_json(Path(plan_path).read_text())
+    # Mount changes stay inside this sandbox's mount namespace.
+    subprocess.run(["mount", "--make-rprivate", "/"], check=False)
+    box = Sandbox(plan)
+    # SIGTERM from outside: stop at once; the PID namespace takes everything with us.
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+    try:
+        emit("phase", phase="provisioning")
+        box.probe()
+        box.build()
+        box.shape()
+        box.traffic()
+        box.collect()
+        box.write_provenance()
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the run's error event
+        box.say(f"error: {exc!r}")
+        box.write_provenance()
+        message = str(exc) if isinstance(exc, SandboxError) else f"{type(exc).__name__}: {exc}"
+        emit("error", message=message)
+        return 1
+    emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
