@@ -326,6 +326,8 @@ def _fmt(value: Any, unit: str = "") -> str:
         if unit == "s":
             return f"{value * 1000:.1f} ms"
         return f"{value:.4g}"
+    if isinstance(value, int) and unit == "bps":
+        return f"{value / 1e6:.3f} Mbit/s"
     return str(value)
 
 
@@ -344,6 +346,7 @@ def print_report(report: dict[str, Any]) -> None:
             )
         aggregate = run.get("aggregate") or {}
         if aggregate:
+            units = {"goodput_bps": "bps", "rtt_mean_s": "s", "queue_delay_mean_s": "s"}
             keys = [
                 "utilization",
                 "jain_index",
@@ -355,10 +358,27 @@ def print_report(report: dict[str, Any]) -> None:
             ]
             print(
                 "  aggregate: "
-                + "  ".join(f"{k}={_fmt(aggregate.get(k))}" for k in keys if k in aggregate)
+                + "  ".join(
+                    f"{k}={_fmt(aggregate.get(k), units.get(k, ''))}"
+                    for k in keys
+                    if k in aggregate
+                )
             )
-        for key, value in (run.get("applied") or {}).items():
-            print(f"  applied {key}: {value}")
+        applied = run.get("applied") or {}
+        if applied:
+            buffer = (
+                f"{applied['buffer_pkts']} pkts"
+                if applied.get("buffer_pkts") is not None
+                else f"{applied.get('buffer_bytes')} B"
+            )
+            print(
+                f"  applied: {_fmt(applied['rate_bps'], 'bps')}, "
+                f"{_fmt(applied['delay_s'], 's')} one way "
+                f"(base RTT {_fmt(applied['base_rtt_s'], 's')}), "
+                f"buffer {buffer}, delay via {applied.get('delay_mechanism')}; measured: min RTT "
+                f"{_fmt(applied.get('measured_min_rtt_s'), 's')}, bottleneck "
+                f"{_fmt(applied.get('measured_rate_bps'), 'bps')} while backlogged"
+            )
         for check in run.get("checks") or []:
             mark = "ok " if check.get("ok") else "FAIL"
             print(f"  [{mark}] {check.get('name')}: {check.get('detail')}")

@@ -144,3 +144,13 @@ def start_services() -> Services:
     root = Path(tempfile.mkdtemp(prefix="ccbench-services-"))
     os.chmod(root, 0o755)
     return Services(root).start()
+
+
+def purge_run_queue() -> int:
+    """Drop run messages left in the broker by earlier tests (their runs stay queued in the
+    database); a worker started by a test must only see the runs that test submits."""
+    from workers.celery_app import app
+    from workers.queues import Queue
+
+    with app.connection_for_write() as connection:
+        return int(connection.default_channel.queue_purge(Queue.runs.value) or 0)

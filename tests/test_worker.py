@@ -40,7 +40,9 @@ def short_example(duration_s: float, name: str) -> dict[str, Any]:
 class Worker:
     def __init__(self, log_path: Path) -> None:
         from ccbench.stack import worker_command
+        from tests.services import purge_run_queue
 
+        purge_run_queue()
         self.log_path = log_path
         self.log = log_path.open("ab")
         self.proc = subprocess.Popen(
