@@ -1,0 +1,78 @@
+"""The reaper against the real database: a run whose worker stopped heartbeating is queued
+again while it has attempts left, then failed; fresh heartbeats and final runs are left alone."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from ccbench.db.models import Run, Team, utcnow
+from ccbench.db.session import session_scope
+from ccbench.settings import get_settings
+from tests.services import purge_run_queue
+from workers.reaper import reap_stale_runs
+
+pytestmark = pytest.mark.services
+
+SPEC = {
+    "name": "reaper",
+    "topology": {"kind": "dumbbell", "bottleneck": {"rate": "10Mbit", "delay": "5ms"}},
+    "flows": [{"algorithm": "reno"}],
+    "duration": "5s",
+}
+
+
+def make_run(team_name: str) -> str:
+    from api.experiments.service import create_experiment
+    from schemas import ExperimentSpec
+
+    with session_scope() as session:
+        team = session.query(Team).filter_by(name=team_name).one()
+        _, [run] = create_experiment(
+            session, team, ExperimentSpec.model_validate(SPEC), run_limit=1
+        )
+        return run.id
+
+
+def set_state(run_id: str, status: str, attempt: int, heartbeat_age_s: float) -> None:
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.status, run.attempt, run.worker_id = status, attempt, "gone@host"
+        run.heartbeat_at = utcnow() - timedelta(seconds=heartbeat_age_s)
+
+
+def state(run_id: str) -> tuple[str, str | None]:
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run.status, run.error
+
+
+def test_stale_runs_are_retried_then_failed(team_token: tuple[str, str]) -> None:
+    settings = get_settings().model_copy(update={"heartbeat_timeout_s": 30, "run_max_attempts": 2})
+    run_id = make_run(team_token[0])
+    set_state(run_id, "running", attempt=1, heartbeat_age_s=5)
+    assert [r for r in reap_stale_runs(settings) if r.run_id == run_id] == []
+    assert state(run_id)[0] == "running"
+
+    set_state(run_id, "running", attempt=1, heartbeat_age_s=120)
+    reaped = [r for r in reap_stale_runs(settings) if r.run_id == run_id]
+    assert [r.action for r in reaped] == ["requeued"]
+    status, error = state(run_id)
+    assert status == "queued" and "retrying" in (error or "") and "gone@host" in (error or "")
+    assert purge_run_queue() >= 1  # the retry was enqueued
+
+    set_state(run_id, "collecting", attempt=2, heartbeat_age_s=120)
+    reaped = [r for r in reap_stale_runs(settings) if r.run_id == run_id]
+    assert [r.action for r in reaped] == ["failed"]
+    status, error = state(run_id)
+    assert status == "failed" and "attempt 2 of 2" in (error or "")
+
+    # Final runs are never touched, and a redelivered task for them does nothing.
+    assert [r for r in reap_stale_runs(settings) if r.run_id == run_id] == []
+    from workers.lifecycle import execute
+
+    assert execute(run_id, worker_id="redelivered") == "skipped"
+    assert state(run_id)[0] == "failed"
