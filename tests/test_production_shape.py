@@ -9,7 +9,6 @@ import copy
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +19,11 @@ import yaml
 
 from ccbench.settings import REPO_ROOT
 from tests.hoststate import HostState
-from tests.services import purge_run_queue
+from tests.services import free_port, purge_run_queue
 
 CCBENCH = [sys.executable, "-m", "ccbench.cli"]
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_api_worker_postgres_redis_as_separate_processes(tmp_path: Path, unique: str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,14 +16,9 @@ import yaml
 
 from ccbench.settings import REPO_ROOT
 from tests.hoststate import HostState
+from tests.services import free_port
 
 CCBENCH = [sys.executable, "-m", "ccbench.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def embedded_env(state_dir: Path, port: int) -> dict[str, str]:

@@ -1,7 +1,7 @@
 //! ccbench-agent: the flow agent that runs on experiment hosts (Mininet hosts or real machines).
 //! Its flags and JSON-lines outputs are the contract in docs/contracts.md.
 
-mod common;
+use ccbench_common as common;
 mod qmon;
 mod recv;
 mod send;

@@ -1,7 +1,7 @@
 //! `ccbench-agent qmon`: qdisc statistics of one device over rtnetlink (RTM_GETQDISC dump),
 //! one JSON line per qdisc every interval. Counters are cumulative, as the kernel keeps them.
 
-use crate::common::{stop_requested, unix_now, AgentError};
+use ccbench_common::{stop_requested, unix_now, AgentError};
 use serde_json::json;
 use std::ffi::CString;
 use std::fs::File;

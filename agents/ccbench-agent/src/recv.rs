@@ -1,7 +1,7 @@
 //! `ccbench-agent recv`: accept any number of TCP connections, discard their data, and log the
 //! bytes each one received per interval (goodput) plus one line when it closes.
 
-use crate::common::{stop_requested, unix_now, AgentError};
+use ccbench_common::{stop_requested, unix_now, AgentError};
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufWriter, ErrorKind, Read, Write};

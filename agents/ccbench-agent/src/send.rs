@@ -1,8 +1,8 @@
 //! `ccbench-agent send`: one bulk kernel-TCP flow with the requested controller, sampling
 //! tcp_info every interval on its own thread so that the sending loop is never delayed by it.
 
-use crate::common::{round_us, sleep_until_unix, stop_requested, unix_now, AgentError};
 use crate::{sock, tcpinfo};
+use ccbench_common::{round_us, sleep_until_unix, stop_requested, unix_now, AgentError};
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufWriter, ErrorKind, Write};

@@ -1,6 +1,6 @@
 //! The few socket calls std does not offer: choosing the congestion controller before connect.
 
-use crate::common::AgentError;
+use ccbench_common::AgentError;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{FromRawFd, RawFd};
 

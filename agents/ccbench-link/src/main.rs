@@ -5,13 +5,13 @@
 //! It never installs firewall rules: the caller adds the NFQUEUE rule inside its own network
 //! namespace (see docs/contracts.md), so nothing is left on the host if this process dies.
 
+use ccbench_common::{exit_with, install_stop_handler, stop_requested, AgentError};
 use clap::{Parser, Subcommand};
 use nfq::{Queue, Verdict};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -35,27 +35,12 @@ enum Command {
     },
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_stop_handler() {
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = handler as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-    }
-}
-
 fn fail(message: String, code: i32) -> ! {
-    eprintln!("{}", json!({ "error": message }));
-    std::process::exit(code)
+    exit_with(if code == 2 {
+        AgentError::usage(message)
+    } else {
+        AgentError::runtime(message)
+    })
 }
 
 /// Lateness of releases (actual - due) in microseconds, kept for percentiles.
@@ -142,7 +127,7 @@ fn run_delay(queue_num: u16, delay_us: u64, stats_out: Option<PathBuf>) -> std::
         bytes: 0,
         lateness: Lateness::default(),
     };
-    while !STOP.load(Ordering::SeqCst) {
+    while !stop_requested() {
         let mut received = false;
         loop {
             match queue.recv() {

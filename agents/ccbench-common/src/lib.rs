@@ -1,4 +1,4 @@
-//! Shared plumbing: wall-clock timestamps, the stop flag set by SIGTERM/SIGINT, error exits.
+//! Shared by the agent binaries: wall-clock timestamps, the stop flag set by SIGTERM/SIGINT, error exits.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -82,4 +82,17 @@ impl From<std::io::Error> for AgentError {
 pub fn exit_with(error: AgentError) -> ! {
     eprintln!("{}", serde_json::json!({ "error": error.message }));
     std::process::exit(if error.usage { 2 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_have_microsecond_precision() {
+        assert_eq!(round_us(1.000_000_49), 1.0);
+        assert_eq!(round_us(1.000_000_51), 1.000_001);
+        let now = unix_now();
+        assert!(now > 1.6e9 && round_us(now) == now);
+    }
 }
