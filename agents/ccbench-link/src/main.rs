@@ -1,16 +1,24 @@
-//! ccbench-link: userspace link emulation on NFQUEUE. The kernel keeps each packet; this program
-//! only sees its id and decides when to release it. This first version is a delay line: every
-//! packet is accepted `--delay-us` after it was queued, in arrival order (no reordering).
+//! ccbench-link: a userspace link emulator on NFQUEUE. The kernel keeps each packet; this
+//! program reads its header, asks the link model (`model`) whether it is dropped or when it
+//! leaves, and issues the verdict then: NF_DROP at once, NF_ACCEPT at its release time.
+//! Every packet is written to an exact per-packet log (`log`).
 //!
 //! It never installs firewall rules: the caller adds the NFQUEUE rule inside its own network
-//! namespace (see docs/contracts.md), so nothing is left on the host if this process dies.
+//! namespace (docs/contracts.md), so nothing is left on the host if this process dies.
 
-use ccbench_common::{exit_with, install_stop_handler, stop_requested, AgentError};
-use clap::{Parser, Subcommand};
+mod log;
+mod model;
+#[cfg(test)]
+mod model_tests;
+
+use ccbench_common::{exit_with, install_stop_handler, stop_requested, unix_now, AgentError};
+use clap::{Parser, Subcommand, ValueEnum};
+use model::{Aqm, Buffer, Fate, Link, LinkConfig, Rate, RedParams};
 use nfq::{Queue, Verdict};
 use serde_json::json;
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Write};
+use std::fs::File;
+use std::io::{BufWriter, ErrorKind, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -21,85 +29,160 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum AqmKind {
+    Droptail,
+    Red,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Delay every packet of an NFQUEUE queue by a fixed time.
-    Delay {
-        #[arg(long)]
-        queue_num: u16,
-        #[arg(long)]
-        delay_us: u64,
-        /// Where to write the counters when stopped (JSON).
-        #[arg(long)]
-        stats_out: Option<PathBuf>,
-    },
+    /// Emulate one direction of a link for the packets of an NFQUEUE queue.
+    Run(RunArgs),
 }
 
-fn fail(message: String, code: i32) -> ! {
-    exit_with(if code == 2 {
-        AgentError::usage(message)
-    } else {
-        AgentError::runtime(message)
-    })
+#[derive(clap::Args)]
+struct RunArgs {
+    #[arg(long)]
+    queue_num: u16,
+    /// Link rate in bit/s (default: unlimited, delay only).
+    #[arg(long, conflicts_with = "trace")]
+    rate_bps: Option<u64>,
+    /// Mahimahi trace: one ms timestamp per line, each a 1500-byte delivery opportunity.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long, default_value_t = 0)]
+    delay_us: u64,
+    /// Uniform extra delay in [0, jitter], never reordering packets.
+    #[arg(long, default_value_t = 0)]
+    jitter_us: u64,
+    #[arg(long, conflicts_with = "buffer_bytes")]
+    buffer_pkts: Option<u32>,
+    #[arg(long)]
+    buffer_bytes: Option<u64>,
+    #[arg(long, value_enum, default_value_t = AqmKind::Droptail)]
+    aqm: AqmKind,
+    #[arg(long, default_value_t = 5.0)]
+    red_min_th: f64,
+    #[arg(long, default_value_t = 15.0)]
+    red_max_th: f64,
+    #[arg(long, default_value_t = 0.1)]
+    red_max_p: f64,
+    #[arg(long, default_value_t = 0.002)]
+    red_w_q: f64,
+    /// Random loss probability per packet, on arrival.
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Per-packet log (binary, see log.rs).
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Counters written when stopped (JSON).
+    #[arg(long)]
+    stats_out: Option<PathBuf>,
 }
 
-/// Lateness of releases (actual - due) in microseconds, kept for percentiles.
+/// Release lateness (actual verdict time - release time), µs.
 #[derive(Default)]
-struct Lateness {
-    samples_us: Vec<u32>,
-}
+struct Lateness(Vec<u32>);
 
 impl Lateness {
     fn record(&mut self, late: Duration) {
-        self.samples_us
-            .push(late.as_micros().min(u32::MAX as u128) as u32);
+        self.0.push(late.as_micros().min(u32::MAX as u128) as u32);
     }
-
     fn percentile(&mut self, p: f64) -> Option<u32> {
-        if self.samples_us.is_empty() {
+        if self.0.is_empty() {
             return None;
         }
-        self.samples_us.sort_unstable();
-        let rank = ((self.samples_us.len() - 1) as f64 * p / 100.0).round() as usize;
-        Some(self.samples_us[rank])
+        self.0.sort_unstable();
+        let rank = ((self.0.len() - 1) as f64 * p / 100.0).round() as usize;
+        Some(self.0[rank])
     }
 }
 
-/// Length of an IPv4 or IPv6 packet from its header (0 when the header is missing).
-fn ip_packet_len(header: &[u8]) -> usize {
-    match header.first().map(|b| b >> 4) {
-        Some(4) if header.len() >= 4 => u16::from_be_bytes([header[2], header[3]]) as usize,
-        Some(6) if header.len() >= 6 => 40 + u16::from_be_bytes([header[4], header[5]]) as usize,
-        _ => 0,
-    }
-}
-
-/// Packets held, in arrival order, each with the instant it is due.
-struct DelayLine {
-    delay: Duration,
-    held: VecDeque<(Instant, nfq::Message)>,
+#[derive(Default)]
+struct Counters {
     packets: u64,
     bytes: u64,
+    forwarded: u64,
+    dropped_full: u64,
+    dropped_red: u64,
+    dropped_loss: u64,
+    max_qlen_pkts: u32,
+}
+
+struct Emulator {
+    link: Link,
+    started: Instant,
+    started_unix_us: u64,
+    held: VecDeque<(u64, nfq::Message)>,
+    log: Option<BufWriter<File>>,
+    counters: Counters,
     lateness: Lateness,
 }
 
-impl DelayLine {
-    fn admit(&mut self, arrived: Instant, msg: nfq::Message) {
-        self.packets += 1;
-        self.bytes += ip_packet_len(msg.get_payload()) as u64;
-        self.held.push_back((arrived + self.delay, msg));
+impl Emulator {
+    fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
     }
 
-    /// Accept every packet that is due; returns how long until the next one is.
-    fn release_due(&mut self, queue: &mut Queue) -> std::io::Result<Option<Duration>> {
+    fn admit(&mut self, queue: &mut Queue, mut msg: nfq::Message) -> std::io::Result<()> {
+        let now = self.now_us();
+        let (len, flow) = log::parse_ipv4(msg.get_payload())
+            .unwrap_or((msg.get_payload().len() as u16, log::FiveTuple::default()));
+        let outcome = self.link.arrive(now, len as u32);
+        let c = &mut self.counters;
+        c.packets += 1;
+        c.bytes += len as u64;
+        let joined = u32::from(outcome.fate == Fate::Forwarded);
+        c.max_qlen_pkts = c.max_qlen_pkts.max(outcome.qlen_pkts + joined);
+        match outcome.fate {
+            Fate::Forwarded => c.forwarded += 1,
+            Fate::DroppedFull => c.dropped_full += 1,
+            Fate::DroppedRed => c.dropped_red += 1,
+            Fate::DroppedLoss => c.dropped_loss += 1,
+        }
+        if let Some(out) = self.log.as_mut() {
+            let record = log::Record {
+                arrival_us: self.started_unix_us + now,
+                departure_us: if outcome.fate == Fate::Forwarded {
+                    self.started_unix_us + outcome.departure_us
+                } else {
+                    0
+                },
+                release_us: if outcome.fate == Fate::Forwarded {
+                    self.started_unix_us + outcome.release_us
+                } else {
+                    0
+                },
+                qlen_bytes: outcome.qlen_bytes.min(u32::MAX as u64) as u32,
+                qlen_pkts: outcome.qlen_pkts,
+                flow,
+                len,
+                fate: outcome.fate.code(),
+            };
+            out.write_all(&record.encode())?;
+        }
+        if outcome.fate == Fate::Forwarded {
+            self.held.push_back((outcome.release_us, msg));
+        } else {
+            msg.set_verdict(Verdict::Drop);
+            queue.verdict(msg)?;
+        }
+        Ok(())
+    }
+
+    /// Accept every packet whose release time has come; how long until the next one.
+    fn release_due(&mut self, queue: &mut Queue) -> std::io::Result<Option<u64>> {
         loop {
-            let now = Instant::now();
+            let now = self.now_us();
             match self.held.front() {
                 Some((due, _)) if *due <= now => {
                     let (due, mut msg) = self.held.pop_front().unwrap();
                     msg.set_verdict(Verdict::Accept);
                     queue.verdict(msg)?;
-                    self.lateness.record(now - due);
+                    self.lateness.record(Duration::from_micros(now - due));
                 }
                 Some((due, _)) => return Ok(Some(*due - now)),
                 None => return Ok(None),
@@ -108,23 +191,110 @@ impl DelayLine {
     }
 }
 
-fn run_delay(queue_num: u16, delay_us: u64, stats_out: Option<PathBuf>) -> std::io::Result<()> {
-    let mut queue = Queue::open()?;
-    queue.bind(queue_num).map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot bind NFQUEUE {queue_num}: {e}"))
-    })?;
-    // Only the id and the IP header (for byte counts) are needed: copy no more than that.
-    queue.set_copy_range(queue_num, 40)?;
+fn build_config(args: &RunArgs) -> Result<LinkConfig, AgentError> {
+    let rate = match (args.rate_bps, &args.trace) {
+        (Some(bps), _) => Rate::Constant { bps },
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                AgentError::usage(format!("cannot read --trace {}: {e}", path.display()))
+            })?;
+            model::parse_mahimahi_trace(&text)
+                .map_err(|e| AgentError::usage(format!("--trace {}: {e}", path.display())))?
+        }
+        (None, None) => Rate::Unlimited,
+    };
+    let buffer = args
+        .buffer_pkts
+        .map(Buffer::Packets)
+        .or(args.buffer_bytes.map(Buffer::Bytes));
+    let aqm = match args.aqm {
+        AqmKind::Droptail => Aqm::DropTail,
+        AqmKind::Red => Aqm::Red(RedParams {
+            min_th: args.red_min_th,
+            max_th: args.red_max_th,
+            max_p: args.red_max_p,
+            w_q: args.red_w_q,
+        }),
+    };
+    Ok(LinkConfig {
+        rate,
+        delay_us: args.delay_us,
+        jitter_us: args.jitter_us,
+        buffer,
+        aqm,
+        loss: args.loss,
+        seed: args.seed,
+    })
+}
+
+fn describe(cfg: &LinkConfig, queue_num: u16, started_unix: f64) -> serde_json::Value {
+    let rate = match &cfg.rate {
+        Rate::Unlimited => json!(null),
+        Rate::Constant { bps } => json!({"bps": bps}),
+        Rate::Trace {
+            opportunities_us,
+            period_us,
+        } => {
+            json!({"trace_opportunities": opportunities_us.len(), "trace_period_us": period_us})
+        }
+    };
+    let buffer = match cfg.buffer {
+        Some(Buffer::Packets(n)) => json!({"pkts": n}),
+        Some(Buffer::Bytes(b)) => json!({"bytes": b}),
+        None => json!(null),
+    };
+    let aqm = match cfg.aqm {
+        Aqm::DropTail => json!({"kind": "droptail"}),
+        Aqm::Red(p) => json!({"kind": "red", "min_th": p.min_th, "max_th": p.max_th,
+                              "max_p": p.max_p, "w_q": p.w_q}),
+    };
+    json!({"queue_num": queue_num, "rate": rate, "delay_us": cfg.delay_us,
+           "jitter_us": cfg.jitter_us, "buffer": buffer, "aqm": aqm, "loss": cfg.loss,
+           "seed": cfg.seed, "started_unix": started_unix,
+           "record_bytes": log::RECORD_BYTES})
+}
+
+fn run(
+    queue_num: u16,
+    cfg: LinkConfig,
+    log_path: Option<PathBuf>,
+    stats_out: Option<PathBuf>,
+) -> Result<(), AgentError> {
+    let link = Link::new(cfg.clone()).map_err(AgentError::usage)?;
+    let started_unix = unix_now();
+    let started = Instant::now();
+    let mut log_out = match &log_path {
+        Some(path) => Some(BufWriter::with_capacity(
+            1 << 20,
+            File::create(path).map_err(|e| {
+                AgentError::usage(format!("cannot create --log {}: {e}", path.display()))
+            })?,
+        )),
+        None => None,
+    };
+    let description = describe(&cfg, queue_num, started_unix);
+    if let Some(out) = log_out.as_mut() {
+        log::write_header(out, &description)?;
+    }
+    let mut queue = Queue::open()
+        .map_err(|e| AgentError::usage(format!("cannot open NFQUEUE (needs root): {e}")))?;
+    queue
+        .bind(queue_num)
+        .map_err(|e| AgentError::usage(format!("cannot bind NFQUEUE {queue_num}: {e}")))?;
+    // The IPv4 header and the ports are enough: copy no payload to userspace.
+    queue.set_copy_range(queue_num, 64)?;
     queue.set_queue_max_len(queue_num, 65_536)?;
     queue.set_nonblocking(true);
     println!("{}", json!({"event": "ready", "queue_num": queue_num}));
     std::io::stdout().flush()?;
 
-    let mut line = DelayLine {
-        delay: Duration::from_micros(delay_us),
+    let mut emu = Emulator {
+        link,
+        started,
+        started_unix_us: (started_unix * 1e6) as u64,
         held: VecDeque::new(),
-        packets: 0,
-        bytes: 0,
+        log: log_out,
+        counters: Counters::default(),
         lateness: Lateness::default(),
     };
     while !stop_requested() {
@@ -132,85 +302,74 @@ fn run_delay(queue_num: u16, delay_us: u64, stats_out: Option<PathBuf>) -> std::
         loop {
             match queue.recv() {
                 Ok(msg) => {
-                    line.admit(Instant::now(), msg);
+                    emu.admit(&mut queue, msg)?;
                     received = true;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => break,
-                Err(e) => return Err(e),
+                Err(e) => return Err(AgentError::runtime(format!("NFQUEUE receive: {e}"))),
             }
         }
-        let next_due = line.release_due(&mut queue)?;
+        let next_due = emu.release_due(&mut queue)?;
         if !received {
-            // Nothing arrived: sleep briefly, never past the next release. New packets wait in
-            // the kernel meanwhile, so their arrival time is read at most this late.
-            let nap = Duration::from_micros(100);
-            std::thread::sleep(next_due.map_or(nap, |d| d.min(nap)));
+            // Nothing arrived: nap briefly, never past the next release. Arrivals wait in the
+            // kernel meanwhile, so an arrival time is read at most one nap late.
+            let nap = 50u64;
+            std::thread::sleep(Duration::from_micros(next_due.map_or(nap, |d| d.min(nap))));
         }
     }
     // Release what is still held so that no packet stays queued in the kernel.
-    for (_, mut msg) in line.held.drain(..) {
+    for (_, mut msg) in emu.held.drain(..) {
         msg.set_verdict(Verdict::Accept);
         let _ = queue.verdict(msg);
     }
     let _ = queue.unbind(queue_num);
+    if let Some(out) = emu.log.as_mut() {
+        out.flush()?;
+    }
     if let Some(path) = stats_out {
+        let c = &emu.counters;
         let stats = json!({
-            "queue_num": queue_num, "delay_us": delay_us,
-            "packets": line.packets, "bytes": line.bytes,
-            "late_us_p50": line.lateness.percentile(50.0),
-            "late_us_p99": line.lateness.percentile(99.0),
-            "late_us_max": line.lateness.percentile(100.0),
+            "config": description,
+            "packets": c.packets, "bytes": c.bytes, "forwarded": c.forwarded,
+            "dropped_full": c.dropped_full, "dropped_red": c.dropped_red,
+            "dropped_loss": c.dropped_loss, "max_qlen_pkts": c.max_qlen_pkts,
+            "late_us_p50": emu.lateness.percentile(50.0),
+            "late_us_p99": emu.lateness.percentile(99.0),
+            "late_us_max": emu.lateness.percentile(100.0),
+            "cpu_s": cpu_seconds(),
         });
         std::fs::write(&path, format!("{stats}\n"))?;
     }
     Ok(())
 }
 
+/// CPU time (user + system) this process used so far.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if e.use_stderr() => fail(e.to_string().trim().to_string(), 2),
+        Err(e) if e.use_stderr() => exit_with(AgentError::usage(e.to_string().trim().to_string())),
         Err(e) => e.exit(),
     };
     install_stop_handler();
-    match cli.command {
-        Command::Delay {
-            queue_num,
-            delay_us,
-            stats_out,
-        } => {
-            if let Err(e) = run_delay(queue_num, delay_us, stats_out) {
-                let code = if e.kind() == ErrorKind::PermissionDenied {
-                    2
-                } else {
-                    1
-                };
-                fail(format!("ccbench-link delay: {e}"), code);
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ip_lengths_come_from_the_header() {
-        assert_eq!(ip_packet_len(&[0x45, 0, 0x05, 0xdc]), 1500);
-        assert_eq!(ip_packet_len(&[0x60, 0, 0, 0, 0x05, 0xb4]), 1500);
-        assert_eq!(ip_packet_len(&[]), 0);
-    }
-
-    #[test]
-    fn lateness_percentiles() {
-        let mut l = Lateness::default();
-        for us in [5u64, 1, 3, 2, 4] {
-            l.record(Duration::from_micros(us));
-        }
-        assert_eq!(l.percentile(50.0), Some(3));
-        assert_eq!(l.percentile(100.0), Some(5));
-        assert_eq!(Lateness::default().percentile(50.0), None);
+    let Command::Run(args) = cli.command;
+    let result = build_config(&args).and_then(|cfg| {
+        run(
+            args.queue_num,
+            cfg,
+            args.log.clone(),
+            args.stats_out.clone(),
+        )
+    });
+    if let Err(e) = result {
+        exit_with(e);
     }
 }

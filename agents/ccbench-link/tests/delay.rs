@@ -71,7 +71,7 @@ fn delays_packets_by_the_configured_time() {
             "exec",
             &ns.0,
             LINK,
-            "delay",
+            "run",
             "--queue-num",
             "3",
             "--delay-us",

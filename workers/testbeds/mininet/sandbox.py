@@ -239,7 +239,7 @@ class Sandbox:
                 "r2",
                 f"ccbench-link {direction}",
                 link,
-                "delay",
+                "run",
                 "--queue-num",
                 str(queue),
                 "--delay-us",

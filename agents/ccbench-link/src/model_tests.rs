@@ -1,0 +1,237 @@
+//! The link model on a virtual clock.
+
+use super::model::*;
+
+fn link(rate: Rate, buffer: Option<Buffer>, aqm: Aqm) -> Link {
+    Link::new(LinkConfig {
+        rate,
+        delay_us: 20_000,
+        jitter_us: 0,
+        buffer,
+        aqm,
+        loss: 0.0,
+        seed: 1,
+    })
+    .unwrap()
+}
+
+const MBIT10: Rate = Rate::Constant { bps: 10_000_000 };
+
+#[test]
+fn serializes_at_the_rate_then_delays() {
+    let mut l = link(MBIT10, None, Aqm::DropTail);
+    // 1500 bytes at 10 Mbit/s = 1200 µs each; a burst of 3 at t=0.
+    let out: Vec<Outcome> = (0..3).map(|_| l.arrive(0, 1500)).collect();
+    assert_eq!(
+        out.iter().map(|o| o.departure_us).collect::<Vec<_>>(),
+        [1200, 2400, 3600]
+    );
+    assert_eq!(
+        out.iter().map(|o| o.release_us).collect::<Vec<_>>(),
+        [21_200, 22_400, 23_600]
+    );
+    assert_eq!(
+        out.iter().map(|o| o.qlen_pkts).collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    // After the queue drained, a packet starts at once.
+    assert_eq!(l.arrive(10_000, 1500).departure_us, 11_200);
+}
+
+#[test]
+fn drop_tail_drops_exactly_when_full() {
+    let mut l = link(MBIT10, Some(Buffer::Packets(5)), Aqm::DropTail);
+    let fates: Vec<Fate> = (0..8).map(|_| l.arrive(0, 1500).fate).collect();
+    assert_eq!(&fates[..5], &[Fate::Forwarded; 5]);
+    assert_eq!(&fates[5..], &[Fate::DroppedFull; 3]);
+    // One packet leaves at 1200 µs: exactly one place frees up.
+    assert_eq!(l.arrive(1200, 1500).fate, Fate::Forwarded);
+    assert_eq!(l.arrive(1200, 1500).fate, Fate::DroppedFull);
+    assert_eq!(l.queue_len(1200), (5, 7500));
+}
+
+#[test]
+fn byte_buffer_counts_bytes() {
+    let mut l = link(MBIT10, Some(Buffer::Bytes(3000)), Aqm::DropTail);
+    assert_eq!(l.arrive(0, 1500).fate, Fate::Forwarded);
+    assert_eq!(l.arrive(0, 1000).fate, Fate::Forwarded);
+    assert_eq!(l.arrive(0, 600).fate, Fate::DroppedFull);
+    assert_eq!(l.arrive(0, 500).fate, Fate::Forwarded);
+}
+
+#[test]
+fn occupancy_never_exceeds_the_limit_under_overload() {
+    let mut l = link(MBIT10, Some(Buffer::Packets(30)), Aqm::DropTail);
+    let mut max_seen = 0;
+    // 20 Mbit/s offered into 10 Mbit/s for one second.
+    for i in 0..1667u64 {
+        let o = l.arrive(i * 600, 1500);
+        max_seen = max_seen.max(o.qlen_pkts + u32::from(o.fate == Fate::Forwarded));
+    }
+    assert_eq!(max_seen, 30);
+}
+
+#[test]
+fn delivered_rate_matches_configured_rate() {
+    let mut l = link(MBIT10, Some(Buffer::Packets(100)), Aqm::DropTail);
+    let mut last = 0;
+    let mut delivered = 0u64;
+    for i in 0..20_000u64 {
+        let o = l.arrive(i * 500, 1500);
+        if o.fate == Fate::Forwarded {
+            delivered += 1500;
+            last = o.departure_us;
+        }
+    }
+    let rate = delivered as f64 * 8.0 / (last as f64 / 1e6);
+    assert!((rate / 10e6 - 1.0).abs() < 0.001, "{rate}");
+}
+
+#[test]
+fn red_drop_probability_follows_its_curve() {
+    // A queue held at a constant length: RED's average converges to it, and the fraction of
+    // arrivals dropped approaches p_b / (1 + p_b) ... for the count-spread "uniform" variant
+    // the mean inter-drop gap is 1/(2 p_b) + 1/2 arrivals, so the drop rate is 2 p_b / (1 + p_b).
+    let params = RedParams {
+        min_th: 5.0,
+        max_th: 15.0,
+        max_p: 0.1,
+        w_q: 0.02,
+    };
+    for (held, expected_pb) in [(11u32, 0.05f64), (14, 0.08)] {
+        let mut l = Link::new(LinkConfig {
+            rate: Rate::Constant { bps: 1_000_000 },
+            delay_us: 0,
+            jitter_us: 0,
+            buffer: None,
+            aqm: Aqm::Red(params),
+            loss: 0.0,
+            seed: 7,
+        })
+        .unwrap();
+        // Fill the queue to `held` packets, then keep it there: one arrival per departure.
+        let tx = 12_000u64; // 1500 bytes at 1 Mbit/s
+        let mut now = 0;
+        let (mut arrivals, mut drops) = (0u64, 0u64);
+        for i in 0..200_000u64 {
+            let (q, _) = l.queue_len(now);
+            if q < held {
+                let o = l.arrive(now, 1500);
+                if i > 5_000 {
+                    arrivals += 1;
+                    drops += u64::from(o.fate == Fate::DroppedRed);
+                }
+            } else {
+                now += tx / 4;
+            }
+        }
+        // Arrivals see the queue before they join it: held - 1 packets.
+        let measured = drops as f64 / arrivals as f64;
+        let expected = 2.0 * expected_pb / (1.0 + expected_pb);
+        assert!(
+            (l.red_average() - (held - 1) as f64).abs() < 0.5,
+            "avg {}",
+            l.red_average()
+        );
+        assert!(
+            (measured / expected - 1.0).abs() < 0.15,
+            "held {held}: {measured} vs {expected}"
+        );
+    }
+}
+
+#[test]
+fn random_loss_rate() {
+    let mut l = Link::new(LinkConfig {
+        rate: Rate::Unlimited,
+        delay_us: 1000,
+        jitter_us: 0,
+        buffer: None,
+        aqm: Aqm::DropTail,
+        loss: 0.02,
+        seed: 3,
+    })
+    .unwrap();
+    let lost = (0..100_000u64)
+        .filter(|&i| l.arrive(i, 100).fate == Fate::DroppedLoss)
+        .count();
+    assert!((1800..2200).contains(&lost), "{lost}");
+}
+
+#[test]
+fn jitter_never_reorders() {
+    let mut l = Link::new(LinkConfig {
+        rate: MBIT10,
+        delay_us: 5000,
+        jitter_us: 3000,
+        buffer: None,
+        aqm: Aqm::DropTail,
+        loss: 0.0,
+        seed: 9,
+    })
+    .unwrap();
+    let releases: Vec<u64> = (0..1000u64)
+        .map(|i| l.arrive(i * 100, 100).release_us)
+        .collect();
+    assert!(releases.windows(2).all(|w| w[0] <= w[1]));
+    assert!(releases
+        .iter()
+        .enumerate()
+        .all(|(i, &r)| r >= i as u64 * 100 + 5000));
+    assert!(releases
+        .iter()
+        .enumerate()
+        .any(|(i, &r)| r > i as u64 * 100 + 5080 + 1000));
+}
+
+#[test]
+fn trace_delivers_one_mtu_per_opportunity_with_byte_accounting() {
+    // Opportunities at 1, 2, 3 ms, period 3 ms: 1500 bytes per ms = 12 Mbit/s.
+    let rate = parse_mahimahi_trace("1\n2\n3\n").unwrap();
+    assert_eq!(
+        rate,
+        Rate::Trace {
+            opportunities_us: vec![0, 1000, 2000],
+            period_us: 3000
+        }
+    );
+    let mut l = link(rate, None, Aqm::DropTail);
+    // Two 750-byte packets share one opportunity; the third takes the next one.
+    assert_eq!(l.arrive(0, 750).departure_us, 0);
+    assert_eq!(l.arrive(0, 750).departure_us, 0);
+    assert_eq!(l.arrive(0, 750).departure_us, 1000);
+    // Opportunities pass unused while idle: the next packet takes the first at or after it.
+    assert_eq!(l.arrive(7_500, 1500).departure_us, 8_000);
+    // A 3000-byte packet needs two opportunities.
+    assert_eq!(l.arrive(8_000, 3000).departure_us, 10_000);
+    // Long-run rate: saturate for 3 s.
+    let mut last = 0;
+    for _ in 0..3000 {
+        last = l.arrive(10_000, 1500).departure_us;
+    }
+    assert_eq!(last, 10_000 + 3000 * 1000);
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    assert!(parse_mahimahi_trace("").is_err());
+    assert!(parse_mahimahi_trace("5\nx\n")
+        .unwrap_err()
+        .contains("line 2"));
+    let red = Aqm::Red(RedParams {
+        min_th: 10.0,
+        max_th: 5.0,
+        max_p: 0.1,
+        w_q: 0.002,
+    });
+    assert!(Link::new(LinkConfig {
+        rate: MBIT10,
+        delay_us: 0,
+        jitter_us: 0,
+        buffer: None,
+        aqm: red,
+        loss: 0.0,
+        seed: 0
+    })
+    .is_err());
+}
