@@ -47,7 +47,11 @@ class AppliedConditions(BaseModel):
     measured_rate_bps: float | None = Field(
         description="bottleneck departure rate while its queue was non-empty"
     )
-    queue_source: Literal["qdisc_sampling"] = "qdisc_sampling"
+    link_mechanism: str | None = Field(None, description="emulator | tc")
+    queue_source: Literal["qdisc_sampling", "emulator_log"] = Field(
+        "qdisc_sampling",
+        description="emulator_log: exact, from every packet; qdisc_sampling: sampled counters",
+    )
 
 
 class Check(BaseModel):

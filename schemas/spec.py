@@ -26,18 +26,69 @@ class Testbed(StrictModel):
     )
 
 
+class Red(StrictModel):
+    """RED (Floyd & Jacobson 1993), thresholds on the average queue in packets."""
+
+    min_th: float = Field(5.0, ge=0)
+    max_th: float = Field(15.0, gt=0)
+    max_p: float = Field(0.1, gt=0, le=1)
+    w_q: float = Field(0.002, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Red:
+        if self.min_th >= self.max_th:
+            raise ValueError("red.min_th must be below red.max_th")
+        return self
+
+
 class Bottleneck(StrictModel):
     rate: Rate = Field(description="bottleneck rate")
     delay: Duration = Field(description="one-way propagation delay; base RTT = 2 x delay")
     buffer: BufferSize = Field(
-        default=Buffer(1.0, "bdp"), description="drop-tail buffer at the bottleneck queue"
+        default=Buffer(1.0, "bdp"), description="buffer at the bottleneck queue"
     )
-    queue: Literal["droptail"] = "droptail"
+    queue: Literal["droptail", "red"] = Field(
+        "droptail", description="queue discipline; red needs link_mechanism emulator"
+    )
+    red: Red = Field(default_factory=Red, description="RED parameters when queue is red")
+    loss: float = Field(
+        0.0, ge=0, lt=1, description="random loss probability per packet (emulator only)"
+    )
+    jitter: Duration = Field(
+        0.0,
+        description="extra one-way delay, uniform in [0, jitter], never reordering (emulator only)",
+    )
+    link_mechanism: Literal["auto", "emulator", "tc"] = Field(
+        "auto",
+        description="emulator: ccbench-link does rate, buffer, queue discipline, delay and "
+        "logs every packet; tc: htb + pfifo/bfifo with delay per delay_mechanism. auto picks "
+        "emulator; the run records what it used",
+    )
     delay_mechanism: Literal["auto", "netem", "nfqueue"] = Field(
         "auto",
-        description="how delay is emulated: netem where the kernel has it, else an NFQUEUE "
-        "delay line (auto picks; the run records which one it used)",
+        description="with link_mechanism tc: netem where the kernel has it, else an NFQUEUE "
+        "delay line (auto picks)",
     )
+
+    @model_validator(mode="after")
+    def _mechanism_supports_options(self) -> Bottleneck:
+        if self.link_mechanism == "tc":
+            needs_emulator = [
+                name
+                for name, used in (
+                    ("queue: red", self.queue == "red"),
+                    ("loss", self.loss > 0),
+                    ("jitter", self.jitter > 0),
+                )
+                if used
+            ]
+            if needs_emulator:
+                raise ValueError(
+                    f"{', '.join(needs_emulator)} need link_mechanism emulator (or auto)"
+                )
+        elif self.delay_mechanism != "auto":
+            raise ValueError("delay_mechanism applies to link_mechanism tc only")
+        return self
 
     @property
     def base_rtt_s(self) -> float:

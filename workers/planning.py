@@ -29,6 +29,9 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
             buffer_pkts=buffer_pkts,
             buffer_bytes=buffer_bytes,
             queue=bottleneck.queue,
+            red=bottleneck.red.model_dump() if bottleneck.queue == "red" else {},
+            loss=bottleneck.loss,
+            jitter_s=bottleneck.jitter,
         ),
         flows=[
             FlowPlan(
@@ -39,5 +42,6 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
             )
             for i, flow in enumerate(spec.flows)
         ],
+        link_mechanism=bottleneck.link_mechanism,
         delay_mechanism=bottleneck.delay_mechanism,
     )

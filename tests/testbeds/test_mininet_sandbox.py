@@ -43,9 +43,11 @@ def run(spec: ExperimentSpec, run_dir: Path) -> tuple[SandboxResult, list[dict[s
     return result, events
 
 
-def test_byte_buffer_is_never_exceeded(tmp_path: Path) -> None:
+def test_tc_byte_buffer_is_never_exceeded(tmp_path: Path) -> None:
     before = HostState.capture()
-    spec = spec_with(**{"topology.bottleneck.buffer": "30KB"})
+    spec = spec_with(
+        **{"topology.bottleneck.buffer": "30KB", "topology.bottleneck.link_mechanism": "tc"}
+    )
     result, events = run(spec, tmp_path)
     assert result.status == "done", result.describe()
     assert [e["phase"] for e in events if e["event"] == "phase"] == [
@@ -77,8 +79,42 @@ def test_missing_congestion_control_fails_clearly(tmp_path: Path) -> None:
     assert "congestion control vegas is not available on this host" in (result.message or "")
 
 
+def test_emulator_red_queue_from_the_packet_log(tmp_path: Path) -> None:
+    before = HostState.capture()
+    spec = spec_with(
+        **{
+            "topology.bottleneck.queue": "red",
+            "topology.bottleneck.buffer": "100pkt",
+            "topology.bottleneck.red": {"min_th": 5, "max_th": 15, "max_p": 0.1, "w_q": 0.02},
+        }
+    )
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    assert provenance["link_mechanism"] == "emulator"
+    assert "--aqm red --red-min-th 5.0 --red-max-th 15.0" in provenance["bottleneck"]["emulator"]
+    analysis = analyze_run(tmp_path, spec)
+    applied, aggregate = analysis.summary.applied, analysis.summary.aggregate
+    assert applied.queue_source == "emulator_log"
+    checks = {c.name: c for c in analysis.summary.checks}
+    assert all(c.ok for c in checks.values()), checks
+    # RED keeps the average queue between its thresholds, far below the 100-packet buffer.
+    assert aggregate.queue_mean_pkts is not None and 3 < aggregate.queue_mean_pkts < 20
+    assert aggregate.drops and aggregate.queue_max_pkts is not None
+    assert aggregate.queue_max_pkts < 100
+    stats = json.loads((tmp_path / "link-data.json").read_text())
+    assert stats["dropped_red"] > 0 and stats["dropped_full"] == 0
+    assert HostState.capture().leftovers_since(before) == []
+
+
 def test_demanding_netem_without_netem_fails_clearly(tmp_path: Path) -> None:
-    result, _ = run(spec_with(**{"topology.bottleneck.delay_mechanism": "netem"}), tmp_path)
+    spec = spec_with(
+        **{
+            "topology.bottleneck.link_mechanism": "tc",
+            "topology.bottleneck.delay_mechanism": "netem",
+        }
+    )
+    result, _ = run(spec, tmp_path)
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     if provenance["capabilities"]["netem"]:
         assert result.status == "done", result.describe()

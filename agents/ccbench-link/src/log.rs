@@ -2,7 +2,11 @@
 //! fixed 48-byte little-endian records, one per packet, so that a reader can map or stream it
 //! column by column (ccbench/analysis/packetlog.py).
 //!
-//! record: arrival_us u64, departure_us u64, release_us u64 (Unix µs; 0 when dropped),
+//! Dropped packets are written on arrival, forwarded ones when released (so `release_us` is the
+//! actual verdict time and lateness = release - departure - delay is in the log).
+//!
+//! record: arrival_us u64, departure_us u64 (the model's end of transmission), release_us u64
+//!         (actual NF_ACCEPT time) (Unix µs; 0 when dropped),
 //!         qlen_bytes u32, qlen_pkts u32 (seen on arrival), src u32, dst u32 (IPv4, network
 //!         order as read), sport u16, dport u16, len u16, proto u8, fate u8 (0 forwarded,
 //!         1 dropped: buffer full, 2 dropped: RED, 3 dropped: random loss)

@@ -116,7 +116,9 @@ struct Emulator {
     link: Link,
     started: Instant,
     started_unix_us: u64,
-    held: VecDeque<(u64, nfq::Message)>,
+    /// Packets waiting for their release time, with their log record (written on release,
+    /// carrying the actual release time).
+    held: VecDeque<(u64, nfq::Message, log::Record)>,
     log: Option<BufWriter<File>>,
     counters: Counters,
     lateness: Lateness,
@@ -143,32 +145,29 @@ impl Emulator {
             Fate::DroppedRed => c.dropped_red += 1,
             Fate::DroppedLoss => c.dropped_loss += 1,
         }
-        if let Some(out) = self.log.as_mut() {
-            let record = log::Record {
-                arrival_us: self.started_unix_us + now,
-                departure_us: if outcome.fate == Fate::Forwarded {
-                    self.started_unix_us + outcome.departure_us
-                } else {
-                    0
-                },
-                release_us: if outcome.fate == Fate::Forwarded {
-                    self.started_unix_us + outcome.release_us
-                } else {
-                    0
-                },
-                qlen_bytes: outcome.qlen_bytes.min(u32::MAX as u64) as u32,
-                qlen_pkts: outcome.qlen_pkts,
-                flow,
-                len,
-                fate: outcome.fate.code(),
-            };
-            out.write_all(&record.encode())?;
-        }
-        if outcome.fate == Fate::Forwarded {
-            self.held.push_back((outcome.release_us, msg));
+        let forwarded = outcome.fate == Fate::Forwarded;
+        let record = log::Record {
+            arrival_us: self.started_unix_us + now,
+            departure_us: if forwarded {
+                self.started_unix_us + outcome.departure_us
+            } else {
+                0
+            },
+            release_us: 0,
+            qlen_bytes: outcome.qlen_bytes.min(u32::MAX as u64) as u32,
+            qlen_pkts: outcome.qlen_pkts,
+            flow,
+            len,
+            fate: outcome.fate.code(),
+        };
+        if forwarded {
+            self.held.push_back((outcome.release_us, msg, record));
         } else {
             msg.set_verdict(Verdict::Drop);
             queue.verdict(msg)?;
+            if let Some(out) = self.log.as_mut() {
+                out.write_all(&record.encode())?;
+            }
         }
         Ok(())
     }
@@ -178,13 +177,18 @@ impl Emulator {
         loop {
             let now = self.now_us();
             match self.held.front() {
-                Some((due, _)) if *due <= now => {
-                    let (due, mut msg) = self.held.pop_front().unwrap();
+                Some((due, _, _)) if *due <= now => {
+                    let (due, mut msg, mut record) = self.held.pop_front().unwrap();
                     msg.set_verdict(Verdict::Accept);
                     queue.verdict(msg)?;
-                    self.lateness.record(Duration::from_micros(now - due));
+                    let released = self.now_us();
+                    self.lateness.record(Duration::from_micros(released - due));
+                    if let Some(out) = self.log.as_mut() {
+                        record.release_us = self.started_unix_us + released;
+                        out.write_all(&record.encode())?;
+                    }
                 }
-                Some((due, _)) => return Ok(Some(*due - now)),
+                Some((due, _, _)) => return Ok(Some(*due - now)),
                 None => return Ok(None),
             }
         }
@@ -319,7 +323,7 @@ fn run(
         }
     }
     // Release what is still held so that no packet stays queued in the kernel.
-    for (_, mut msg) in emu.held.drain(..) {
+    for (_, mut msg, _) in emu.held.drain(..) {
         msg.set_verdict(Verdict::Accept);
         let _ = queue.verdict(msg);
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 PLAN_VERSION = 1
 DELAY_MECHANISMS = ("auto", "netem", "nfqueue")
+LINK_MECHANISMS = ("auto", "emulator", "tc")
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,10 @@ class BottleneckPlan:
     delay_s: float  # one way; applied in both directions, so base RTT = 2 * delay_s
     buffer_pkts: int | None  # exactly one of buffer_pkts / buffer_bytes is set
     buffer_bytes: int | None
-    queue: str = "droptail"
+    queue: str = "droptail"  # droptail | red
+    red: dict[str, float] = field(default_factory=dict)  # min_th, max_th, max_p, w_q
+    loss: float = 0.0
+    jitter_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Plan:
     seed: int
     bottleneck: BottleneckPlan
     flows: list[FlowPlan]
+    link_mechanism: str = "auto"
     delay_mechanism: str = "auto"
     plan_version: int = PLAN_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
@@ -46,6 +51,8 @@ class Plan:
     def __post_init__(self) -> None:
         if (self.bottleneck.buffer_pkts is None) == (self.bottleneck.buffer_bytes is None):
             raise ValueError("exactly one of buffer_pkts and buffer_bytes must be set")
+        if self.link_mechanism not in LINK_MECHANISMS:
+            raise ValueError(f"link_mechanism must be one of {', '.join(LINK_MECHANISMS)}")
         if self.delay_mechanism not in DELAY_MECHANISMS:
             raise ValueError(f"delay_mechanism must be one of {', '.join(DELAY_MECHANISMS)}")
 

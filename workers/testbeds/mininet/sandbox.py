@@ -108,15 +108,24 @@ class Sandbox:
                 f"congestion control {', '.join(missing)} is not available on this host "
                 f"(available: {' '.join(capabilities['congestion_controls'])})"
             )
-        mechanism = self.plan.delay_mechanism
-        if mechanism == "auto":
-            mechanism = "netem" if capabilities["netem"] else "nfqueue"
-        if mechanism == "netem" and not capabilities["netem"]:
-            raise SandboxError(
-                "the spec asks for netem delay but this kernel has no netem "
-                "(sch_netem); use delay_mechanism auto or nfqueue"
-            )
-        self.provenance["delay_mechanism"] = mechanism
+        link_mechanism = self.plan.link_mechanism
+        if link_mechanism == "auto":
+            link_mechanism = "emulator"
+        self.provenance["link_mechanism"] = link_mechanism
+        if link_mechanism == "emulator":
+            if not capabilities["nfqueue"]:
+                raise SandboxError("the link emulator needs NFQUEUE, which this host lacks")
+            self.provenance["delay_mechanism"] = "emulator"
+        else:
+            mechanism = self.plan.delay_mechanism
+            if mechanism == "auto":
+                mechanism = "netem" if capabilities["netem"] else "nfqueue"
+            if mechanism == "netem" and not capabilities["netem"]:
+                raise SandboxError(
+                    "the spec asks for netem delay but this kernel has no netem "
+                    "(sch_netem); use delay_mechanism auto or nfqueue"
+                )
+            self.provenance["delay_mechanism"] = mechanism
         versions = {}
         for binary in ("ccbench-agent", "ccbench-link"):
             path = self.agents / binary
@@ -169,6 +178,47 @@ class Sandbox:
             self.run(route.node, "ip", "route", "add", route.destination, "via", route.via)
 
     def shape(self) -> None:
+        if self.provenance["link_mechanism"] == "emulator":
+            self.emulate()
+        else:
+            self.shape_with_tc()
+
+    def emulate(self) -> None:
+        """ccbench-link on r1 for both directions of the bottleneck link: data (towards r2)
+        gets rate, buffer, queue discipline, loss, delay and jitter, with a per-packet log;
+        ACKs (towards r1) get the delay."""
+        b = self.plan.bottleneck
+        dev = self.topo.bottleneck_interface
+        link = str(self.agents / "ccbench-link")
+        delay_us = str(int(round(b.delay_s * 1e6)))
+        buffer = (
+            ["--buffer-pkts", str(b.buffer_pkts)]
+            if b.buffer_pkts is not None
+            else ["--buffer-bytes", str(b.buffer_bytes)]
+        )
+        aqm = ["--aqm", b.queue]
+        if b.queue == "red":
+            for key in ("min_th", "max_th", "max_p", "w_q"):
+                aqm += [f"--red-{key.replace('_', '-')}", str(b.red[key])]
+        data = [
+            link, "run", "--queue-num", "0", "--rate-bps", str(int(round(b.rate_bps))),
+            "--delay-us", delay_us, "--jitter-us", str(int(round(b.jitter_s * 1e6))),
+            *buffer, *aqm, "--loss", repr(b.loss), "--seed", str(self.plan.seed),
+            "--log", str(self.run_dir / "link-data.bin"),
+            "--stats-out", str(self.run_dir / "link-data.json"),
+        ]  # fmt: skip
+        ack = [
+            link, "run", "--queue-num", "1", "--delay-us", delay_us,
+            "--stats-out", str(self.run_dir / "link-ack.json"),
+        ]  # fmt: skip
+        self.start("r1", "ccbench-link data", *data, ready='"ready"')
+        self.start("r1", "ccbench-link ack", *ack, ready='"ready"')
+        for queue, match in (("0", "-o"), ("1", "-i")):
+            self.run("r1", "iptables", "-w", "-A", "FORWARD", match, dev, "-j", "NFQUEUE",
+                     "--queue-num", queue)  # fmt: skip
+        self.provenance["bottleneck"] = {"dev": dev, "emulator": " ".join(data[1:])}
+
+    def shape_with_tc(self) -> None:
         b = self.plan.bottleneck
         dev = self.topo.bottleneck_interface
         rate = f"{int(b.rate_bps)}bit"
@@ -282,18 +332,19 @@ class Sandbox:
                 str(self.run_dir / f"flow-{flow.index}.recv.jsonl"),
                 ready='"listening"',
             )
-        self.start(
-            "r1",
-            "qmon",
-            agent,
-            "qmon",
-            "--dev",
-            self.topo.bottleneck_interface,
-            "--interval-ms",
-            interval_ms,
-            "--out",
-            str(self.run_dir / "qdisc.jsonl"),
-        )
+        if self.provenance["link_mechanism"] == "tc":
+            self.start(
+                "r1",
+                "qmon",
+                agent,
+                "qmon",
+                "--dev",
+                self.topo.bottleneck_interface,
+                "--interval-ms",
+                interval_ms,
+                "--out",
+                str(self.run_dir / "qdisc.jsonl"),
+            )
         t0 = time.time() + START_MARGIN_S
         self.provenance["start_ts"] = t0
         senders = []
