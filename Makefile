@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link
 
 install:
 	scripts/install.sh
@@ -37,3 +37,6 @@ schemas:
 
 bench-orchestration:
 	$(PY) -m bench.orchestration
+
+bench-link:
+	$(PY) -m bench.link

@@ -44,6 +44,9 @@ class AppliedConditions(BaseModel):
     buffer_bytes: int | None
     delay_mechanism: str | None
     measured_min_rtt_s: float | None
+    ping_rtt_min_s: float | None = Field(
+        None, description="minimum ping RTT through the empty bottleneck before the flows"
+    )
     measured_rate_bps: float | None = Field(
         description="bottleneck departure rate while its queue was non-empty"
     )

@@ -118,6 +118,7 @@ def queue_metrics(
         "loss_rate": drops / arrivals if arrivals else None,
         "busy_rate_bps": 8e6 * busy_bytes / gaps_us if gaps_us >= 1e6 else None,
         "spacing_error_us_p99": _pct(spacing_error, 99),
+        "release_late_us_mean": float(late.mean()) if len(late) else None,
         "release_late_us_p50": _pct(late, 50),
         "release_late_us_p99": _pct(late, 99),
         "series": _series(records, times, queue),

@@ -174,6 +174,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         delay_mechanism=provenance.get("delay_mechanism"),
         measured_min_rtt_s=min(min_rtts) if min_rtts else None,
         measured_rate_bps=queue["busy_rate_bps"],
+        ping_rtt_min_s=(provenance.get("ping_rtt_s") or {}).get("min"),
         link_mechanism=provenance.get("link_mechanism"),
         queue_source="emulator_log" if emulated else "qdisc_sampling",
     )
@@ -309,16 +310,16 @@ def _checks(applied: AppliedConditions, queue: dict[str, Any]) -> list[Check]:
         checks.append(Check(name="delay", ok=False, detail="no RTT sample was measured"))
     else:
         ok = 0.99 * base <= min_rtt <= 1.05 * base + slack
-        checks.append(
-            Check(
-                name="delay",
-                ok=ok,
-                detail=f"minimum RTT {min_rtt * 1e3:.2f} ms for a configured base RTT of "
+        if base > 0:
+            detail = (
+                f"minimum RTT {min_rtt * 1e3:.2f} ms for a configured base RTT of "
                 f"{base * 1e3:.2f} ms ({(min_rtt / base - 1) * 100:+.1f}%)"
-                if base > 0
-                else f"minimum RTT {min_rtt * 1e3:.2f} ms, no delay configured",
             )
-        )
+        else:
+            detail = f"minimum RTT {min_rtt * 1e3:.2f} ms, no delay configured"
+        if applied.ping_rtt_min_s is not None:
+            detail += f"; ping {applied.ping_rtt_min_s * 1e3:.2f} ms"
+        checks.append(Check(name="delay", ok=ok, detail=detail))
     rate = applied.measured_rate_bps
     if rate is None:
         checks.append(

@@ -110,6 +110,9 @@ struct Counters {
     dropped_red: u64,
     dropped_loss: u64,
     max_qlen_pkts: u32,
+    /// Times the kernel reported that NFQUEUE messages were lost (socket buffer overrun):
+    /// the emulator could not keep up and the kernel dropped packets it never saw.
+    overruns: u64,
 }
 
 struct Emulator {
@@ -311,6 +314,10 @@ fn run(
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => break,
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    emu.counters.overruns += 1;
+                    break;
+                }
                 Err(e) => return Err(AgentError::runtime(format!("NFQUEUE receive: {e}"))),
             }
         }
@@ -338,6 +345,7 @@ fn run(
             "packets": c.packets, "bytes": c.bytes, "forwarded": c.forwarded,
             "dropped_full": c.dropped_full, "dropped_red": c.dropped_red,
             "dropped_loss": c.dropped_loss, "max_qlen_pkts": c.max_qlen_pkts,
+            "overruns": c.overruns,
             "late_us_p50": emu.lateness.percentile(50.0),
             "late_us_p99": emu.lateness.percentile(99.0),
             "late_us_max": emu.lateness.percentile(100.0),

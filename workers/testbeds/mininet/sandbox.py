@@ -312,6 +312,16 @@ class Sandbox:
                 str(queue),
             )
 
+    def measure_base_rtt(self) -> None:
+        """Ping from the first sender to its receiver through the empty bottleneck: the base
+        RTT as the network really has it, recorded beside the configured one."""
+        out = self.run("s1", "ping", "-c", "5", "-i", "0.01", "-q", "-W", "2",
+                       self.topo.receiver_addresses[0], check=False)  # fmt: skip
+        for line in out.splitlines():
+            if "min/avg/max" in line:
+                low, avg, high = (float(v) / 1e3 for v in line.split("=")[1].split("/")[:3])
+                self.provenance["ping_rtt_s"] = {"min": low, "avg": avg, "max": high}
+
     def traffic(self) -> None:
         plan = self.plan
         agent = str(self.agents / "ccbench-agent")
@@ -433,6 +443,7 @@ def main(plan_path: str) -> int:
         box.probe()
         box.build()
         box.shape()
+        box.measure_base_rtt()
         box.traffic()
         box.collect()
         box.write_provenance()

@@ -1,0 +1,130 @@
+"""The link emulator's accuracy and cost (issue: faithful network emulation), in the sandbox
+with one kernel-TCP cubic flow through a 20 ms one-way delay and a 1 BDP drop-tail buffer:
+
+- delivered rate while backlogged (actual release times in the packet log) and receiver goodput,
+  each as a ratio to the configured rate (goodput against its payload share 1448/1500);
+- added delay error: actual release - (departure + configured delay), mean and p99, from the
+  per-packet log; and ping's minimum RTT against 2 x delay;
+- CPU of the emulator per forwarded packet and per Gbit delivered.
+
+    make bench-link                       # 10 Mbit/s, 100 Mbit/s, 1 Gbit/s, 10 s each
+    python -m bench.link --rates 10Mbit --duration 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ccbench.analysis.packetlog import queue_metrics, read_packet_log
+from ccbench.analysis.run import analyze_run
+from ccbench.settings import get_settings
+from schemas import ExperimentSpec, parse_rate
+from workers.planning import plan_for_spec
+from workers.testbeds.mininet.runner import run_sandbox
+
+DELAY_S = 0.020
+
+
+def figure(name: str, value: float | None, unit: str, target: str | None = None) -> None:
+    line: dict[str, Any] = {
+        "bench": "link",
+        "figure": name,
+        "unit": unit,
+        "value": None if value is None else round(value, 4),
+    }
+    if target is not None:
+        line["target"] = target
+    print(json.dumps(line), flush=True)
+
+
+def label(rate_bps: float) -> str:
+    return f"{rate_bps / 1e9:g}gbit" if rate_bps >= 1e9 else f"{rate_bps / 1e6:g}mbit"
+
+
+def measure(rate_bps: float, duration_s: float, work: Path) -> None:
+    spec = ExperimentSpec.model_validate(
+        {
+            "name": f"bench-link-{label(rate_bps)}",
+            "topology": {
+                "kind": "dumbbell",
+                "bottleneck": {
+                    "rate": rate_bps,
+                    "delay": DELAY_S,
+                    "buffer": "1bdp",
+                    "link_mechanism": "emulator",
+                },
+            },
+            "flows": [{"algorithm": "cubic"}],
+            "duration": duration_s,
+            "measurement": {"skip_start": min(2.0, duration_s / 4)},
+            "seed": 1,
+        }
+    )
+    run_dir = work / label(rate_bps)
+    run_dir.mkdir()
+    plan = plan_for_spec(spec, run_id=run_dir.name, out_dir=run_dir, settings=get_settings())
+    result = run_sandbox(
+        plan, on_event=lambda _e: None, should_cancel=lambda: False, deadline_s=duration_s + 60
+    )
+    if result.status != "done":
+        raise SystemExit(f"{label(rate_bps)}: the run failed: {result.describe()}")
+    analysis = analyze_run(run_dir, spec)
+    flow = analysis.flows[0]
+    _, records = read_packet_log(run_dir / "link-data.bin")
+    start = records["arrival_us"][0] / 1e6 + spec.measurement.skip_start
+    q = queue_metrics(
+        records,
+        start,
+        start + duration_s - spec.measurement.skip_start,
+        rate_bps,
+        int(DELAY_S * 1e6),
+    )
+    stats = {d: json.loads((run_dir / f"link-{d}.json").read_text()) for d in ("data", "ack")}
+    cpu_s = stats["data"]["cpu_s"] + stats["ack"]["cpu_s"]
+    packets = stats["data"]["packets"] + stats["ack"]["packets"]
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    name = label(rate_bps)
+    busy = q["busy_rate_bps"]
+    figure(f"rate_ratio_{name}", busy / rate_bps if busy else None, "ratio", ">= 0.97")
+    goodput = flow.goodput_bps or 0.0
+    figure(f"goodput_ratio_{name}", goodput / (rate_bps * 1448 / 1500), "ratio", ">= 0.97")
+    figure(f"goodput_{name}", goodput / 1e6, "Mbit/s")
+    mean = q["release_late_us_mean"]
+    figure(f"delay_error_mean_{name}", mean / 1e3 if mean is not None else None, "ms", "<= 0.2")
+    p99 = q["release_late_us_p99"]
+    figure(f"delay_error_p99_{name}", p99 / 1e3 if p99 is not None else None, "ms", "<= 1")
+    ping = (provenance.get("ping_rtt_s") or {}).get("min")
+    figure(f"ping_rtt_ratio_{name}", ping / (2 * DELAY_S) if ping else None, "ratio")
+    figure(f"emulator_cpu_per_packet_{name}", 1e6 * cpu_s / max(packets, 1), "us")
+    if goodput > 0:
+        gbit = goodput * (duration_s - spec.measurement.skip_start) / 1e9
+        figure(f"emulator_cpu_per_gbit_{name}", cpu_s / gbit, "s")
+    figure(f"overruns_{name}", float(stats["data"].get("overruns", 0)), "count", "0")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="10Mbit,100Mbit,1Gbit")
+    parser.add_argument("--duration", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench-link needs root (network namespaces, NFQUEUE)", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="ccbench-bench-link-"))
+    try:
+        for rate in args.rates.split(","):
+            measure(parse_rate(rate), args.duration, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
