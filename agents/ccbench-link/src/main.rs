@@ -10,15 +10,16 @@ mod log;
 mod model;
 #[cfg(test)]
 mod model_tests;
+mod nfqueue;
 
 use ccbench_common::{exit_with, install_stop_handler, stop_requested, unix_now, AgentError};
 use clap::{Parser, Subcommand, ValueEnum};
 use model::{Aqm, Buffer, Fate, Link, LinkConfig, Rate, RedParams};
-use nfq::{Queue, Verdict};
+use nfqueue::{NfQueue, Packet, NF_ACCEPT, NF_DROP};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufWriter, ErrorKind, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,9 @@ struct RunArgs {
     stats_out: Option<PathBuf>,
 }
 
+/// Below this many µs to the next release the loop spins instead of sleeping.
+const SPIN_US: u64 = 20;
+
 /// Release lateness (actual verdict time - release time), µs.
 #[derive(Default)]
 struct Lateness(Vec<u32>);
@@ -121,7 +125,7 @@ struct Emulator {
     started_unix_us: u64,
     /// Packets waiting for their release time, with their log record (written on release,
     /// carrying the actual release time).
-    held: VecDeque<(u64, nfq::Message, log::Record)>,
+    held: VecDeque<(u64, u32, log::Record)>,
     log: Option<BufWriter<File>>,
     counters: Counters,
     lateness: Lateness,
@@ -132,10 +136,10 @@ impl Emulator {
         self.started.elapsed().as_micros() as u64
     }
 
-    fn admit(&mut self, queue: &mut Queue, mut msg: nfq::Message) -> std::io::Result<()> {
+    fn admit(&mut self, queue: &mut NfQueue, packet: &Packet) -> std::io::Result<()> {
         let now = self.now_us();
-        let (len, flow) = log::parse_ipv4(msg.get_payload())
-            .unwrap_or((msg.get_payload().len() as u16, log::FiveTuple::default()));
+        let (len, flow) = log::parse_ipv4(packet.head())
+            .unwrap_or((packet.head_len as u16, log::FiveTuple::default()));
         let outcome = self.link.arrive(now, len as u32);
         let c = &mut self.counters;
         c.packets += 1;
@@ -164,10 +168,9 @@ impl Emulator {
             fate: outcome.fate.code(),
         };
         if forwarded {
-            self.held.push_back((outcome.release_us, msg, record));
+            self.held.push_back((outcome.release_us, packet.id, record));
         } else {
-            msg.set_verdict(Verdict::Drop);
-            queue.verdict(msg)?;
+            queue.verdict(packet.id, NF_DROP);
             if let Some(out) = self.log.as_mut() {
                 out.write_all(&record.encode())?;
             }
@@ -176,14 +179,13 @@ impl Emulator {
     }
 
     /// Accept every packet whose release time has come; how long until the next one.
-    fn release_due(&mut self, queue: &mut Queue) -> std::io::Result<Option<u64>> {
+    fn release_due(&mut self, queue: &mut NfQueue) -> std::io::Result<Option<u64>> {
         loop {
             let now = self.now_us();
             match self.held.front() {
                 Some((due, _, _)) if *due <= now => {
-                    let (due, mut msg, mut record) = self.held.pop_front().unwrap();
-                    msg.set_verdict(Verdict::Accept);
-                    queue.verdict(msg)?;
+                    let (due, id, mut record) = self.held.pop_front().unwrap();
+                    queue.verdict(id, NF_ACCEPT);
                     let released = self.now_us();
                     self.lateness.record(Duration::from_micros(released - due));
                     if let Some(out) = self.log.as_mut() {
@@ -283,15 +285,12 @@ fn run(
     if let Some(out) = log_out.as_mut() {
         log::write_header(out, &description)?;
     }
-    let mut queue = Queue::open()
-        .map_err(|e| AgentError::usage(format!("cannot open NFQUEUE (needs root): {e}")))?;
-    queue
-        .bind(queue_num)
-        .map_err(|e| AgentError::usage(format!("cannot bind NFQUEUE {queue_num}: {e}")))?;
-    // The IPv4 header and the ports are enough: copy no payload to userspace.
-    queue.set_copy_range(queue_num, 64)?;
-    queue.set_queue_max_len(queue_num, 65_536)?;
-    queue.set_nonblocking(true);
+    let mut queue = NfQueue::open(queue_num, 65_536).map_err(|e| {
+        AgentError::usage(format!("cannot bind NFQUEUE {queue_num} (needs root): {e}"))
+    })?;
+    // Wake-ups as close to the requested time as the kernel allows (default slack: 50 µs).
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64) };
     println!("{}", json!({"event": "ready", "queue_num": queue_num}));
     std::io::stdout().flush()?;
 
@@ -304,37 +303,39 @@ fn run(
         counters: Counters::default(),
         lateness: Lateness::default(),
     };
+    let mut arrived: Vec<Packet> = Vec::with_capacity(1024);
     while !stop_requested() {
-        let mut received = false;
-        loop {
-            match queue.recv() {
-                Ok(msg) => {
-                    emu.admit(&mut queue, msg)?;
-                    received = true;
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => break,
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    emu.counters.overruns += 1;
-                    break;
-                }
-                Err(e) => return Err(AgentError::runtime(format!("NFQUEUE receive: {e}"))),
-            }
+        arrived.clear();
+        match queue.recv_packets(&mut arrived, 512) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => emu.counters.overruns += 1,
+            Err(e) => return Err(AgentError::runtime(format!("NFQUEUE receive: {e}"))),
+        }
+        for packet in &arrived {
+            emu.admit(&mut queue, packet)?;
         }
         let next_due = emu.release_due(&mut queue)?;
-        if !received {
-            // Nothing arrived: nap briefly, never past the next release. Arrivals wait in the
-            // kernel meanwhile, so an arrival time is read at most one nap late.
-            let nap = 50u64;
-            std::thread::sleep(Duration::from_micros(next_due.map_or(nap, |d| d.min(nap))));
+        queue.flush_verdicts()?;
+        if arrived.is_empty() {
+            // Sleep until the next release (waking a little early and spinning the rest) or
+            // until a packet arrives.
+            match next_due {
+                Some(us) if us <= SPIN_US => {}
+                Some(us) => {
+                    queue.wait(Some(Duration::from_micros(us - SPIN_US)))?;
+                }
+                None => {
+                    queue.wait(Some(Duration::from_millis(200)))?;
+                }
+            }
         }
     }
     // Release what is still held so that no packet stays queued in the kernel.
-    for (_, mut msg, _) in emu.held.drain(..) {
-        msg.set_verdict(Verdict::Accept);
-        let _ = queue.verdict(msg);
+    for (_, id, _) in emu.held.drain(..) {
+        queue.verdict(id, NF_ACCEPT);
     }
-    let _ = queue.unbind(queue_num);
+    queue.flush_verdicts()?;
+    drop(queue);
     if let Some(out) = emu.log.as_mut() {
         out.flush()?;
     }

@@ -1,0 +1,391 @@
+//! A small NFQUEUE binding on a raw netlink socket (no libnetfilter_queue), written for the
+//! emulator's needs: many packets per recv, many verdicts per send, and a file descriptor to
+//! poll with a microsecond timeout so the emulator sleeps when there is nothing to do.
+//!
+//! Messages (include/uapi/linux/netfilter/nfnetlink_queue.h): nlmsghdr, nfgenmsg (family,
+//! version, queue number big-endian), then attributes; attribute payloads are big-endian.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+const NETLINK_NETFILTER: i32 = 12;
+const NFNL_SUBSYS_QUEUE: u16 = 3;
+const NFQNL_MSG_PACKET: u16 = 0;
+const NFQNL_MSG_VERDICT: u16 = 1;
+const NFQNL_MSG_CONFIG: u16 = 2;
+const NFQA_PACKET_HDR: u16 = 1;
+const NFQA_VERDICT_HDR: u16 = 2;
+const NFQA_PAYLOAD: u16 = 10;
+const NFQA_CFG_CMD: u16 = 1;
+const NFQA_CFG_PARAMS: u16 = 2;
+const NFQA_CFG_QUEUE_MAXLEN: u16 = 3;
+const NFQNL_CFG_CMD_BIND: u8 = 1;
+const NFQNL_CFG_CMD_UNBIND: u8 = 2;
+const NFQNL_COPY_PACKET: u8 = 2;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLMSG_HDRLEN: usize = 16;
+const NFGEN_HDRLEN: usize = 4;
+/// Bytes of each packet copied to userspace (IPv4 header with options, plus the ports).
+pub const MAX_COPY: usize = 64;
+
+pub const NF_DROP: u32 = 0;
+pub const NF_ACCEPT: u32 = 1;
+
+/// One queued packet: the kernel's id and the first bytes of the packet.
+#[derive(Clone, Copy)]
+pub struct Packet {
+    pub id: u32,
+    pub head: [u8; MAX_COPY],
+    pub head_len: usize,
+}
+
+impl Packet {
+    pub fn head(&self) -> &[u8] {
+        &self.head[..self.head_len]
+    }
+}
+
+pub struct NfQueue {
+    fd: OwnedFd,
+    queue_num: u16,
+    seq: u32,
+    recv_buf: Vec<u8>,
+    verdicts: Vec<u8>,
+}
+
+fn align4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+fn put_header(buf: &mut Vec<u8>, msg: u16, flags: u16, seq: u32, family: u8, queue: u16) -> usize {
+    let start = buf.len();
+    buf.extend_from_slice(&0u32.to_ne_bytes()); // length, patched by finish()
+    buf.extend_from_slice(&((NFNL_SUBSYS_QUEUE << 8) | msg).to_ne_bytes());
+    buf.extend_from_slice(&flags.to_ne_bytes());
+    buf.extend_from_slice(&seq.to_ne_bytes());
+    buf.extend_from_slice(&0u32.to_ne_bytes());
+    buf.extend_from_slice(&[family, 0]);
+    buf.extend_from_slice(&queue.to_be_bytes());
+    start
+}
+
+fn put_attr(buf: &mut Vec<u8>, kind: u16, data: &[u8]) {
+    buf.extend_from_slice(&((4 + data.len()) as u16).to_ne_bytes());
+    buf.extend_from_slice(&kind.to_ne_bytes());
+    buf.extend_from_slice(data);
+    buf.resize(align4(buf.len()), 0);
+}
+
+fn finish(buf: &mut [u8], start: usize) {
+    let len = (buf.len() - start) as u32;
+    buf[start..start + 4].copy_from_slice(&len.to_ne_bytes());
+}
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_ne_bytes([b[o], b[o + 1]])
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_ne_bytes(b[o..o + 4].try_into().unwrap())
+}
+
+/// Parse the NFQNL_MSG_PACKET messages in one datagram.
+pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> io::Result<()> {
+    let mut o = 0;
+    while o + NLMSG_HDRLEN <= datagram.len() {
+        let len = u32_at(datagram, o) as usize;
+        if len < NLMSG_HDRLEN || o + len > datagram.len() {
+            break;
+        }
+        let kind = u16_at(datagram, o + 4);
+        if kind == NLMSG_ERROR {
+            let errno = -(u32_at(datagram, o + NLMSG_HDRLEN) as i32);
+            if errno != 0 {
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+        } else if kind == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET {
+            let body = &datagram[o + NLMSG_HDRLEN + NFGEN_HDRLEN..o + len];
+            let mut packet = Packet {
+                id: 0,
+                head: [0; MAX_COPY],
+                head_len: 0,
+            };
+            let mut have_id = false;
+            let mut a = 0;
+            while a + 4 <= body.len() {
+                let alen = u16_at(body, a) as usize;
+                if alen < 4 || a + alen > body.len() {
+                    break;
+                }
+                let data = &body[a + 4..a + alen];
+                match u16_at(body, a + 2) & 0x3fff {
+                    NFQA_PACKET_HDR if data.len() >= 4 => {
+                        packet.id = u32::from_be_bytes(data[..4].try_into().unwrap());
+                        have_id = true;
+                    }
+                    NFQA_PAYLOAD => {
+                        packet.head_len = data.len().min(MAX_COPY);
+                        packet.head[..packet.head_len].copy_from_slice(&data[..packet.head_len]);
+                    }
+                    _ => {}
+                }
+                a += align4(alen);
+            }
+            if have_id {
+                out.push(packet);
+            }
+        } else if kind == NLMSG_DONE {
+            break;
+        }
+        o += align4(len);
+    }
+    Ok(())
+}
+
+impl NfQueue {
+    /// Bind queue `queue_num`, copying `MAX_COPY` bytes of each packet, holding at most
+    /// `max_len` packets in the kernel.
+    pub fn open(queue_num: u16, max_len: u32) -> io::Result<NfQueue> {
+        // SAFETY: plain socket(2); the fd is owned right away.
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                NETLINK_NETFILTER,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: raw is a fresh, valid fd.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // A large receive buffer absorbs bursts; FORCE needs CAP_NET_ADMIN, else the capped one.
+        let size: libc::c_int = 32 << 20;
+        for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+            // SAFETY: size is a valid c_int.
+            let rc = unsafe {
+                libc::setsockopt(
+                    raw,
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&size as *const libc::c_int).cast(),
+                    4,
+                )
+            };
+            if rc == 0 {
+                break;
+            }
+        }
+        let mut q = NfQueue {
+            fd,
+            queue_num,
+            seq: 0,
+            recv_buf: vec![0u8; 1 << 20],
+            verdicts: Vec::with_capacity(64 * 1024),
+        };
+        q.config(NFQA_CFG_CMD, &[NFQNL_CFG_CMD_BIND, 0, 0, 0])?;
+        let mut params = (MAX_COPY as u32).to_be_bytes().to_vec();
+        params.push(NFQNL_COPY_PACKET);
+        q.config(NFQA_CFG_PARAMS, &params)?;
+        q.config(NFQA_CFG_QUEUE_MAXLEN, &max_len.to_be_bytes())?;
+        Ok(q)
+    }
+
+    fn config(&mut self, attr: u16, data: &[u8]) -> io::Result<()> {
+        self.seq += 1;
+        let mut buf = Vec::with_capacity(64);
+        let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
+        let start = put_header(
+            &mut buf,
+            NFQNL_MSG_CONFIG,
+            flags,
+            self.seq,
+            0,
+            self.queue_num,
+        );
+        put_attr(&mut buf, attr, data);
+        finish(&mut buf, start);
+        self.send(&buf)?;
+        // Wait for the acknowledgement (an NLMSG_ERROR carrying 0 or the errno).
+        loop {
+            self.wait(Some(Duration::from_secs(2)))?;
+            let n = self.recv_raw()?;
+            if n == 0 {
+                continue;
+            }
+            let reply = &self.recv_buf[..n];
+            if u16_at(reply, 4) == NLMSG_ERROR {
+                let errno = -(u32_at(reply, NLMSG_HDRLEN) as i32);
+                return if errno == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::from_raw_os_error(errno))
+                };
+            }
+        }
+    }
+
+    fn send(&self, buf: &[u8]) -> io::Result<()> {
+        // SAFETY: a zeroed sockaddr_nl addresses the kernel.
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        // SAFETY: buf and addr are valid for the given lengths.
+        let rc = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                0,
+                (&addr as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// One datagram into recv_buf; 0 when nothing is waiting.
+    fn recv_raw(&mut self) -> io::Result<usize> {
+        // SAFETY: recv_buf is valid for its length.
+        let n = unsafe {
+            libc::recv(
+                self.fd.as_raw_fd(),
+                self.recv_buf.as_mut_ptr().cast(),
+                self.recv_buf.len(),
+                0,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(e),
+            };
+        }
+        Ok(n as usize)
+    }
+
+    /// Append the packets waiting now (up to `max` datagrams) to `out`.
+    pub fn recv_packets(&mut self, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
+        let before = out.len();
+        for _ in 0..max {
+            let n = self.recv_raw()?;
+            if n == 0 {
+                break;
+            }
+            let datagram = self.recv_buf[..n].to_vec();
+            parse_packets(&datagram, out)?;
+        }
+        Ok(out.len() - before)
+    }
+
+    /// Sleep until a packet is waiting or `timeout` passes (None: wait indefinitely).
+    pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = timeout.map(|d| libc::timespec {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: pfd and ts are valid for the call.
+        let rc = unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, std::ptr::null()) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(rc > 0)
+    }
+
+    /// Queue a verdict; `flush_verdicts` sends all queued verdicts in one datagram.
+    pub fn verdict(&mut self, id: u32, verdict: u32) {
+        let mut hdr = [0u8; 8];
+        hdr[..4].copy_from_slice(&verdict.to_be_bytes());
+        hdr[4..].copy_from_slice(&id.to_be_bytes());
+        let start = put_header(
+            &mut self.verdicts,
+            NFQNL_MSG_VERDICT,
+            libc::NLM_F_REQUEST as u16,
+            0,
+            0,
+            self.queue_num,
+        );
+        put_attr(&mut self.verdicts, NFQA_VERDICT_HDR, &hdr);
+        finish(&mut self.verdicts, start);
+    }
+
+    pub fn flush_verdicts(&mut self) -> io::Result<()> {
+        if self.verdicts.is_empty() {
+            return Ok(());
+        }
+        let result = self.send(&self.verdicts);
+        self.verdicts.clear();
+        result
+    }
+}
+
+impl Drop for NfQueue {
+    fn drop(&mut self) {
+        let _ = self.flush_verdicts();
+        self.seq += 1;
+        let mut buf = Vec::with_capacity(32);
+        let start = put_header(
+            &mut buf,
+            NFQNL_MSG_CONFIG,
+            libc::NLM_F_REQUEST as u16,
+            self.seq,
+            0,
+            self.queue_num,
+        );
+        put_attr(&mut buf, NFQA_CFG_CMD, &[NFQNL_CFG_CMD_UNBIND, 0, 0, 0]);
+        finish(&mut buf, start);
+        let _ = self.send(&buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_are_well_formed_messages() {
+        let mut buf = Vec::new();
+        let start = put_header(&mut buf, NFQNL_MSG_VERDICT, 1, 0, 0, 7);
+        put_attr(&mut buf, NFQA_VERDICT_HDR, &[0, 0, 0, 1, 0, 0, 0, 42]);
+        finish(&mut buf, start);
+        assert_eq!(buf.len(), 16 + 4 + 12);
+        assert_eq!(u32_at(&buf, 0) as usize, buf.len());
+        assert_eq!(u16_at(&buf, 4), (3 << 8) | 1);
+        assert_eq!(&buf[18..20], &7u16.to_be_bytes());
+    }
+
+    #[test]
+    fn parses_packet_messages() {
+        let mut buf = Vec::new();
+        for id in [5u32, 6] {
+            let start = put_header(&mut buf, NFQNL_MSG_PACKET, 0, 0, 2, 0);
+            let mut hdr = id.to_be_bytes().to_vec();
+            hdr.extend_from_slice(&[8, 0, 1]);
+            put_attr(&mut buf, NFQA_PACKET_HDR, &hdr);
+            put_attr(&mut buf, NFQA_PAYLOAD, &[0x45, 0, 0, 84]);
+            finish(&mut buf, start);
+        }
+        let mut out = Vec::new();
+        parse_packets(&buf, &mut out).unwrap();
+        assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), [5, 6]);
+        assert_eq!(out[1].head(), &[0x45, 0, 0, 84]);
+    }
+}
