@@ -121,6 +121,11 @@ class Flow(StrictModel):
     duration: Duration | None = Field(
         None, description="how long the flow sends; default: until the end of the run"
     )
+    access_delay: Duration = Field(
+        0.0,
+        description="one-way delay of this flow's access link (sender - r1), for flows with "
+        "different RTTs: the flow's base RTT is 2 x (bottleneck delay + access_delay)",
+    )
 
     @model_validator(mode="after")
     def _runtime_exists(self) -> Flow:
@@ -165,6 +170,9 @@ class ExperimentSpec(StrictModel):
             raise ValueError("sampling_interval must be between 1ms and 10s")
         if self.measurement.skip_start >= self.duration:
             raise ValueError("measurement.skip_start must be shorter than duration")
+        bottleneck = self.topology.bottleneck
+        if bottleneck.link_mechanism == "tc" and any(f.access_delay > 0 for f in self.flows):
+            raise ValueError("flows[].access_delay needs link_mechanism emulator (or auto)")
         for i, flow in enumerate(self.flows):
             end = flow.start + (flow.duration if flow.duration is not None else 0)
             if flow.start >= self.duration or end > self.duration + 1e-9:
@@ -172,6 +180,10 @@ class ExperimentSpec(StrictModel):
             if flow.duration is not None and flow.duration <= 0:
                 raise ValueError(f"flows.{i}.duration must be greater than 0")
         return self
+
+    def base_rtt_s(self, index: int) -> float:
+        """Flow `index`'s propagation RTT: 2 x (bottleneck delay + its access delay)."""
+        return 2 * (self.topology.bottleneck.delay + self.flows[index].access_delay)
 
     def flow_duration(self, index: int) -> float:
         flow = self.flows[index]

@@ -39,6 +39,7 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
                 algorithm=KERNEL_BUILTIN_NAMES[flow.algorithm],
                 start_s=flow.start,
                 duration_s=spec.flow_duration(i),
+                access_delay_s=flow.access_delay,
             )
             for i, flow in enumerate(spec.flows)
         ],

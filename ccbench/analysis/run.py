@@ -178,7 +178,10 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         link_mechanism=provenance.get("link_mechanism"),
         queue_source="emulator_log" if emulated else "qdisc_sampling",
     )
-    checks = _checks(applied, queue)
+    shortest_base_rtt = min(spec.base_rtt_s(i) for i in range(len(spec.flows)))
+    checks = _checks(applied, queue, shortest_base_rtt)
+    if any(f.access_delay > 0 for f in spec.flows):
+        checks.append(_per_flow_rtt(spec, flows))
     if emulated:
         checks.append(_emulator_timing(queue))
     return RunAnalysis(
@@ -299,10 +302,29 @@ def _queue_metrics(
     }
 
 
-def _checks(applied: AppliedConditions, queue: dict[str, Any]) -> list[Check]:
-    """Evidence that the testbed applied what the spec asked for (5% tolerance)."""
+def _per_flow_rtt(spec: ExperimentSpec, flows: list[FlowMetrics]) -> Check:
+    """With access delays every flow has its own base RTT; each must show it (5%)."""
+    parts, ok = [], True
+    for i, flow in enumerate(flows):
+        base = spec.base_rtt_s(i)
+        if flow.rtt_min_s is None:
+            ok = False
+            parts.append(f"flow {i}: no RTT sample")
+            continue
+        slack = 8 * WIRE_PACKET_BYTES / spec.topology.bottleneck.rate
+        ok = ok and 0.99 * base <= flow.rtt_min_s <= 1.05 * base + slack
+        parts.append(f"flow {i}: {flow.rtt_min_s * 1e3:.2f} of {base * 1e3:.2f} ms")
+    return Check(name="flow_rtts", ok=ok, detail="minimum RTT per flow: " + ", ".join(parts))
+
+
+def _checks(
+    applied: AppliedConditions, queue: dict[str, Any], shortest_base_rtt_s: float
+) -> list[Check]:
+    """Evidence that the testbed applied what the spec asked for (5% tolerance). The delay
+    check compares the smallest RTT measured with the smallest configured (flows can add
+    access delays)."""
     checks: list[Check] = []
-    base = applied.base_rtt_s
+    base = shortest_base_rtt_s
     min_rtt = applied.measured_min_rtt_s
     # A packet and its ACK also take their transmission time at the bottleneck.
     slack = 8 * WIRE_PACKET_BYTES / applied.rate_bps

@@ -122,3 +122,19 @@ def test_demanding_netem_without_netem_fails_clearly(tmp_path: Path) -> None:
     else:
         assert result.status == "error"
         assert "this kernel has no netem" in (result.message or "")
+
+
+def test_per_flow_access_delays_give_each_flow_its_rtt(tmp_path: Path) -> None:
+    before = HostState.capture()
+    spec = spec_with(**{"flows.1.access_delay": "15ms"})
+    assert spec.base_rtt_s(0) == pytest.approx(0.040) and spec.base_rtt_s(1) == pytest.approx(0.070)
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    analysis = analyze_run(tmp_path, spec)
+    checks = {c.name: c for c in analysis.summary.checks}
+    assert checks["flow_rtts"].ok and checks["delay"].ok, checks
+    rtts = [f.rtt_min_s for f in analysis.flows]
+    assert rtts[0] == pytest.approx(0.040, rel=0.05) and rtts[1] == pytest.approx(0.070, rel=0.05)
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    assert any("mangle -A PREROUTING -i r1-eth2" in c["cmd"] for c in provenance["commands"])
+    assert HostState.capture().leftovers_since(before) == []

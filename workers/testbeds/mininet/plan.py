@@ -31,6 +31,7 @@ class FlowPlan:
     algorithm: str  # kernel controller name (TCP_CONGESTION)
     start_s: float
     duration_s: float
+    access_delay_s: float = 0.0  # one way, on the sender's access link
 
 
 @dataclass(frozen=True)

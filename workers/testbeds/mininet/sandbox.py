@@ -217,6 +217,28 @@ class Sandbox:
             self.run("r1", "iptables", "-w", "-A", "FORWARD", match, dev, "-j", "NFQUEUE",
                      "--queue-num", queue)  # fmt: skip
         self.provenance["bottleneck"] = {"dev": dev, "emulator": " ".join(data[1:])}
+        self.access_delays()
+
+    def access_delays(self) -> None:
+        """Per-flow access delay on r1: one delay line per sender's link, holding that
+        flow's data as it enters r1 (mangle PREROUTING) and its ACKs as they leave towards the
+        sender (mangle POSTROUTING). Different netfilter hooks from the bottleneck's FORWARD
+        rules, so a packet passes both."""
+        link = str(self.agents / "ccbench-link")
+        for flow in self.plan.flows:
+            if flow.access_delay_s <= 0:
+                continue
+            i = flow.index + 1
+            queue = str(10 + i)
+            self.start(
+                "r1", f"ccbench-link access {i}", link, "run", "--queue-num", queue,
+                "--delay-us", str(int(round(flow.access_delay_s * 1e6))),
+                "--stats-out", str(self.run_dir / f"link-access-{flow.index}.json"),
+                ready='"ready"',
+            )  # fmt: skip
+            for chain, match in (("PREROUTING", "-i"), ("POSTROUTING", "-o")):
+                self.run("r1", "iptables", "-w", "-t", "mangle", "-A", chain, match,
+                         f"r1-eth{i}", "-j", "NFQUEUE", "--queue-num", queue)  # fmt: skip
 
     def shape_with_tc(self) -> None:
         b = self.plan.bottleneck
