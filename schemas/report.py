@@ -18,9 +18,12 @@ class FlowMetrics(BaseModel):
     rtt_min_s: float | None
     retransmits: int | None
     bytes_received: int
+    direction: str = Field("forward", description="reverse: reverse-path traffic")
 
 
 class AggregateMetrics(BaseModel):
+    """The forward bottleneck: reverse-path flows are left out of the aggregates."""
+
     goodput_bps: float | None = Field(description="sum of the flows' goodput")
     throughput_bps: float | None
     utilization: float | None = Field(description="0-1: goodput over the bottleneck rate")

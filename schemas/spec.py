@@ -121,6 +121,12 @@ class Flow(StrictModel):
     duration: Duration | None = Field(
         None, description="how long the flow sends; default: until the end of the run"
     )
+    direction: Literal["forward", "reverse"] = Field(
+        "forward",
+        description="reverse: data flows from the receiver side to the sender side, sharing "
+        "the reverse queue with the forward flows' ACKs (seed 001 section IV-C); the link is "
+        "then symmetric",
+    )
     access_delay: Duration = Field(
         0.0,
         description="one-way delay of this flow's access link (sender - r1), for flows with "
@@ -171,8 +177,14 @@ class ExperimentSpec(StrictModel):
         if self.measurement.skip_start >= self.duration:
             raise ValueError("measurement.skip_start must be shorter than duration")
         bottleneck = self.topology.bottleneck
-        if bottleneck.link_mechanism == "tc" and any(f.access_delay > 0 for f in self.flows):
-            raise ValueError("flows[].access_delay needs link_mechanism emulator (or auto)")
+        if bottleneck.link_mechanism == "tc" and any(
+            f.access_delay > 0 or f.direction == "reverse" for f in self.flows
+        ):
+            raise ValueError(
+                "flows[].access_delay and reverse flows need link_mechanism emulator (or auto)"
+            )
+        if all(f.direction == "reverse" for f in self.flows):
+            raise ValueError("at least one flow must go forward through the bottleneck")
         for i, flow in enumerate(self.flows):
             end = flow.start + (flow.duration if flow.duration is not None else 0)
             if flow.start >= self.duration or end > self.duration + 1e-9:

@@ -40,6 +40,7 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
                 start_s=flow.start,
                 duration_s=spec.flow_duration(i),
                 access_delay_s=flow.access_delay,
+                direction=flow.direction,
             )
             for i, flow in enumerate(spec.flows)
         ],

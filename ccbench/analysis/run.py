@@ -125,12 +125,15 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
                 rtt_min_s=min(flow_min) if flow_min else None,
                 retransmits=retransmits,
                 bytes_received=sum(r["bytes"] for r in received),
+                direction=flow.direction,
             )
         )
-        if goodput is not None:
-            goodputs.append(goodput)
-        rtts.extend(srtts)
         min_rtts.extend(flow_min)
+        # Aggregates describe the forward bottleneck: reverse-path flows are the cross traffic.
+        if flow.direction == "forward":
+            if goodput is not None:
+                goodputs.append(goodput)
+            rtts.extend(srtts)
         series[f"flow-{i}.tcp_info"] = downsample(
             {
                 "t_s": [round(s["ts"] - t0, 6) for s in info],
@@ -150,12 +153,13 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         queue = _queue_metrics(qdisc, run_window, bottleneck.rate, t0)
     series["queue"] = downsample(queue.pop("series"))
     aggregate_goodput = sum(goodputs) if goodputs else None
+    forward_flows = sum(1 for f in spec.flows if f.direction == "forward")
     rtt_mean = m.mean(rtts)
     aggregate = AggregateMetrics(
         goodput_bps=aggregate_goodput,
-        throughput_bps=_sum_or_none([f.throughput_bps for f in flows]),
+        throughput_bps=_sum_or_none([f.throughput_bps for f in flows if f.direction == "forward"]),
         utilization=queue["utilization"],
-        jain_index=m.jain_index(goodputs) if len(goodputs) == len(flows) else None,
+        jain_index=m.jain_index(goodputs) if len(goodputs) == forward_flows else None,
         rtt_mean_s=rtt_mean,
         queue_mean_pkts=queue["queue_mean_pkts"],
         queue_max_pkts=queue["queue_max_pkts"],

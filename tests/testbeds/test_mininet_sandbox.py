@@ -138,3 +138,23 @@ def test_per_flow_access_delays_give_each_flow_its_rtt(tmp_path: Path) -> None:
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     assert any("mangle -A PREROUTING -i r1-eth2" in c["cmd"] for c in provenance["commands"])
     assert HostState.capture().leftovers_since(before) == []
+
+
+def test_reverse_path_flow_shares_the_reverse_queue(tmp_path: Path) -> None:
+    before = HostState.capture()
+    spec = spec_with(**{"flows.1.direction": "reverse"})
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    analysis = analyze_run(tmp_path, spec)
+    forward, reverse = analysis.flows
+    assert (forward.direction, reverse.direction) == ("forward", "reverse")
+    # Each direction has its own 10 Mbit/s queue: together they carry more than one link
+    # could (each flow is slowed by the other's ACKs waiting behind its data).
+    assert forward.goodput_bps and reverse.goodput_bps
+    assert min(forward.goodput_bps, reverse.goodput_bps) > 4e6
+    assert forward.goodput_bps + reverse.goodput_bps > 12e6
+    # The reverse queue is rate-limited and logged; the forward flow's ACKs wait in it.
+    stats = json.loads((tmp_path / "link-ack.json").read_text())
+    assert stats["config"]["rate"] == {"bps": 10_000_000} and (tmp_path / "link-ack.bin").exists()
+    assert analysis.summary.aggregate.goodput_bps == forward.goodput_bps
+    assert HostState.capture().leftovers_since(before) == []

@@ -32,6 +32,7 @@ class FlowPlan:
     start_s: float
     duration_s: float
     access_delay_s: float = 0.0  # one way, on the sender's access link
+    direction: str = "forward"  # forward: s_i -> d_i; reverse: d_i -> s_i (reverse path)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO_ROOT))
 
-from workers.testbeds.mininet.plan import Plan  # noqa: E402
+from workers.testbeds.mininet.plan import FlowPlan, Plan  # noqa: E402
 from workers.testbeds.mininet.probe import probe_host  # noqa: E402
 from workers.testbeds.mininet.topology import Dumbbell, dumbbell, htb_burst_bytes  # noqa: E402
 
@@ -211,6 +211,13 @@ class Sandbox:
             link, "run", "--queue-num", "1", "--delay-us", delay_us,
             "--stats-out", str(self.run_dir / "link-ack.json"),
         ]  # fmt: skip
+        if any(f.direction == "reverse" for f in self.plan.flows):
+            # Reverse-path traffic shares the reverse queue: the link is symmetric.
+            ack += [
+                "--rate-bps", str(int(round(b.rate_bps))), *buffer, *aqm,
+                "--loss", repr(b.loss), "--seed", str(self.plan.seed + 1),
+                "--log", str(self.run_dir / "link-ack.bin"),
+            ]  # fmt: skip
         self.start("r1", "ccbench-link data", *data, ready='"ready"')
         self.start("r1", "ccbench-link ack", *ack, ready='"ready"')
         for queue, match in (("0", "-o"), ("1", "-i")):
@@ -334,6 +341,14 @@ class Sandbox:
                 str(queue),
             )
 
+    def endpoints(self, flow: FlowPlan) -> tuple[tuple[str, str], tuple[str, str]]:
+        """((sender host, its address), (receiver host, its address)) of a flow: s_i -> d_i,
+        or d_i -> s_i for reverse-path traffic."""
+        i = flow.index
+        left = (self.topo.senders[i], self.topo.sender_addresses[i])
+        right = (self.topo.receivers[i], self.topo.receiver_addresses[i])
+        return (right, left) if flow.direction == "reverse" else (left, right)
+
     def measure_base_rtt(self) -> None:
         """Ping from the first sender to its receiver through the empty bottleneck: the base
         RTT as the network really has it, recorded beside the configured one."""
@@ -348,9 +363,8 @@ class Sandbox:
         plan = self.plan
         agent = str(self.agents / "ccbench-agent")
         interval_ms = str(max(1, round(plan.sampling_interval_s * 1000)))
-        for flow, receiver, address in zip(
-            plan.flows, self.topo.receivers, self.topo.receiver_addresses, strict=True
-        ):
+        for flow in plan.flows:
+            receiver, address = self.endpoints(flow)[1]
             self.start(
                 receiver,
                 f"receiver {flow.index}",
@@ -380,9 +394,9 @@ class Sandbox:
         t0 = time.time() + START_MARGIN_S
         self.provenance["start_ts"] = t0
         senders = []
-        for flow, sender, address in zip(
-            plan.flows, self.topo.senders, self.topo.receiver_addresses, strict=True
-        ):
+        for flow in plan.flows:
+            sender = self.endpoints(flow)[0][0]
+            address = self.endpoints(flow)[1][1]
             proc = self.node(sender).popen(
                 [
                     agent,
