@@ -148,6 +148,11 @@ class Measurement(StrictModel):
     skip_start: Duration = Field(
         0.0, description="metrics ignore the first skip_start seconds (e.g. slow start)"
     )
+    require_checks: bool = Field(
+        False,
+        description="fail the run (keeping its results) when a check of the applied network "
+        "or of the emulator's fidelity fails",
+    )
 
 
 class ExperimentSpec(StrictModel):

@@ -206,3 +206,27 @@ def test_killed_worker_leaves_nothing_behind_and_no_run_stuck(
     assert [(r.run_id, r.action) for r in reaped if r.run_id == run_id] == [(run_id, "failed")]
     run = run_row(run_id)
     assert run.status == "failed" and "stopped heartbeating" in (run.error or "")
+
+
+def test_require_checks_fails_a_run_outside_tolerance_but_keeps_its_results(
+    team_token: tuple[str, str], host_state: HostState
+) -> None:
+    from api.experiments.service import create_experiment
+    from ccbench.db.models import FlowResult, Team
+    from schemas import ExperimentSpec
+    from workers.lifecycle import execute
+
+    # A 0.5 s measurement window cannot show a second of backlog: the rate check fails.
+    raw = short_example(2, "strict")
+    raw["measurement"] = {"skip_start": "1.5s", "require_checks": True}
+    with session_scope() as session:
+        team = session.query(Team).filter_by(name=team_token[0]).one()
+        _, [run] = create_experiment(session, team, ExperimentSpec.model_validate(raw), run_limit=1)
+        run_id = run.id
+    assert execute(run_id, worker_id="strict-test") == "failed"
+    row = run_row(run_id)
+    assert row.status == "failed" and "checks failed" in (row.error or "")
+    assert "rate: " in (row.error or "") and row.aggregate["checks"]
+    with session_scope() as session:
+        assert session.query(FlowResult).filter_by(run_id=run_id).count() == 2
+    assert HostState.capture().leftovers_since(host_state) == []

@@ -245,12 +245,22 @@ def _store_and_finish(c: Claim, analysis: Any, timings: dict[str, float]) -> str
             session.merge(RunSeries(run_id=c.run_id, name=name, data=data))
         provenance = _read_provenance(c.run_dir)
         provenance["seed"] = c.spec.seed
+        # The results are kept either way; a spec that requires its checks fails the run
+        # when the network was not what it asked for.
+        failed_checks = [ch for ch in analysis.summary.checks if not ch.ok]
+        final, error = RunStatus.done, None
+        if c.spec.measurement.require_checks and failed_checks:
+            final = RunStatus.failed
+            error = "checks failed (measurement.require_checks): " + "; ".join(
+                f"{ch.name}: {ch.detail}" for ch in failed_checks
+            )
         moved = transition(
             session,
             c.run_id,
-            RunStatus.done,
+            final,
             expect_attempt=c.attempt,
             finished_at=utcnow(),
+            error=error,
             aggregate=analysis.summary.model_dump(mode="json"),
             timings=timings,
             provenance=provenance,
@@ -261,4 +271,4 @@ def _store_and_finish(c: Claim, analysis: Any, timings: dict[str, float]) -> str
             session.rollback()
             return "lost"
         refresh_experiment_status(session, c.experiment_id)
-    return RunStatus.done.value
+    return final.value
