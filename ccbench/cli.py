@@ -356,6 +356,16 @@ def print_report(report: dict[str, Any]) -> None:
                 "goodput_bps",
                 "rtt_mean_s",
             ]
+            # Shown when the run has them (roles, several flows).
+            optional = [
+                "normalized_fairness",
+                "friendliness_ratio",
+                "equivalence_ratio",
+                "fc_ratio",
+                "convergence_time_s",
+            ]
+            keys += [k for k in optional if aggregate.get(k) is not None]
+            units["convergence_time_s"] = "s"
             print(
                 "  aggregate: "
                 + "  ".join(

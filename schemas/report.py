@@ -35,6 +35,15 @@ class AggregateMetrics(BaseModel):
     drops: int | None
     loss_rate: float | None
     power: float | None = Field(description="goodput_bps / rtt_mean_s (bit/s per s, seed 000)")
+    normalized_fairness: float | None = Field(
+        None, description="Jain's index of goodput x mean RTT (flows with different RTTs)"
+    )
+    friendliness_ratio: float | None = Field(None, description="F: candidates vs references")
+    equivalence_ratio: float | None = Field(None, description="E = max(F, 1/F)")
+    fc_ratio: float | None = Field(None, description="max/min goodput among candidates")
+    convergence_time_s: float | None = Field(
+        None, description="until every flow stays within the band around an equal share"
+    )
 
 
 class AppliedConditions(BaseModel):

@@ -121,6 +121,11 @@ class Flow(StrictModel):
     duration: Duration | None = Field(
         None, description="how long the flow sends; default: until the end of the run"
     )
+    role: Literal["candidate", "reference"] | None = Field(
+        None,
+        description="for TCP-friendliness: candidate flows are compared with reference (TCP) "
+        "flows (friendliness_ratio F, equivalence_ratio E, fc_ratio among candidates; seed 004)",
+    )
     direction: Literal["forward", "reverse"] = Field(
         "forward",
         description="reverse: data flows from the receiver side to the sender side, sharing "
@@ -147,6 +152,13 @@ class Flow(StrictModel):
 class Measurement(StrictModel):
     skip_start: Duration = Field(
         0.0, description="metrics ignore the first skip_start seconds (e.g. slow start)"
+    )
+    interval: Duration = Field(
+        1.0,
+        description="bin for per-interval metrics: fairness over time and convergence time",
+    )
+    convergence_band: float = Field(
+        0.2, gt=0, lt=1, description="convergence: every flow within its fair share x (1 ± band)"
     )
     require_checks: bool = Field(
         False,

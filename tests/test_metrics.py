@@ -33,3 +33,28 @@ def test_power_utilization_rates() -> None:
     assert m.goodput_bps(100, 0.0) is None
     assert m.queue_delay_s(15_000, 10e6) == pytest.approx(0.012)
     assert m.loss_rate(5, 100) == pytest.approx(0.05) and m.loss_rate(0, 0) is None
+
+
+def test_friendliness_equivalence_and_fc() -> None:
+    # Candidates average 4, references 8: F = 0.5, E = 2.
+    f = m.friendliness_ratio([3.0, 5.0], [8.0, 8.0])
+    assert f == pytest.approx(0.5)
+    assert m.equivalence_ratio(f) == pytest.approx(2.0)
+    assert m.equivalence_ratio(2.0) == pytest.approx(2.0)  # E = max(F, 1/F) >= 1
+    assert m.equivalence_ratio(1.0) == 1.0
+    assert m.fc_ratio([3.0, 5.0]) == pytest.approx(5 / 3)
+    assert m.fc_ratio([3.0]) is None and m.friendliness_ratio([], [1.0]) is None
+
+
+def test_normalized_fairness_for_different_rtts() -> None:
+    # Shares proportional to 1/RTT are fair after normalization; equal shares are not.
+    assert m.normalized_fairness([6.0, 3.0], [0.05, 0.1]) == pytest.approx(1.0)
+    assert m.normalized_fairness([4.5, 4.5], [0.05, 0.1]) == pytest.approx(0.9)
+
+
+def test_convergence_time() -> None:
+    times = [1.0, 2.0, 3.0, 4.0, 5.0]
+    rates = [[9.0, 1.0], [7.0, 3.0], [5.5, 4.5], [5.0, 5.0], [4.8, 5.2]]
+    # Within 20% of 5 from t=3 on: converged 2 s after the first sample.
+    assert m.convergence_time(times, rates, 5.0) == pytest.approx(2.0)
+    assert m.convergence_time(times, [[9.0, 1.0]] * 5, 5.0) is None

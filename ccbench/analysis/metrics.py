@@ -91,3 +91,59 @@ def queue_delay_s(backlog_bytes: float, capacity_bps: float) -> float:
 def loss_rate(drops: int, packets_offered: int) -> float | None:
     """loss_rate = packets dropped at the bottleneck / packets offered to it (sent + dropped)."""
     return drops / packets_offered if packets_offered > 0 else None
+
+
+def friendliness_ratio(candidate: Sequence[float], reference: Sequence[float]) -> float | None:
+    """F = T_C / T_T, the mean throughput of the candidate flows over the mean throughput of
+    the reference (TCP) flows (seed 004, section III-C). 1 is perfectly TCP-friendly."""
+    t_c, t_t = mean(candidate), mean(reference)
+    if t_c is None or t_t is None or t_t == 0:
+        return None
+    return t_c / t_t
+
+
+def equivalence_ratio(friendliness: float | None) -> float | None:
+    """E = max(T_T / T_C, T_C / T_T) = max(F, 1/F) >= 1 (seed 004)."""
+    if friendliness is None or friendliness <= 0:
+        return None
+    return max(friendliness, 1 / friendliness)
+
+
+def fc_ratio(candidate: Sequence[float]) -> float | None:
+    """FC = max_i T_i^c / min_i T_i^c over the candidate flows: fairness among them (seed 004).
+    None with fewer than two candidates or a starved one."""
+    if len(candidate) < 2 or min(candidate) <= 0:
+        return None
+    return max(candidate) / min(candidate)
+
+
+def normalized_fairness(throughputs: Sequence[float], rtts_s: Sequence[float]) -> float | None:
+    """Jain's index of RTT-normalized throughputs, J(x_i = T_i * RTT_i): the fairness seed 003
+    uses for flows with different RTTs (after its reference [2]). TCP's fair share is taken as
+    proportional to 1/RTT, so flows that each get that share score 1."""
+    if len(throughputs) != len(rtts_s) or any(r <= 0 for r in rtts_s):
+        return None
+    return jain_index([t * r for t, r in zip(throughputs, rtts_s, strict=True)])
+
+
+def convergence_time(
+    times_s: Sequence[float],
+    rates: Sequence[Sequence[float]],
+    fair_share: float,
+    band: float = 0.2,
+) -> float | None:
+    """Time from the first sample until every flow's rate stays within fair_share x (1 ± band)
+    for the rest of the samples: rates[k][i] is flow i's rate in the interval ending at
+    times_s[k]. None when the flows never settle in the band."""
+    if not times_s or fair_share <= 0:
+        return None
+    low, high = fair_share * (1 - band), fair_share * (1 + band)
+    settled_from: int | None = None
+    for k in range(len(times_s) - 1, -1, -1):
+        if all(low <= r <= high for r in rates[k]):
+            settled_from = k
+        else:
+            break
+    if settled_from is None:
+        return None
+    return times_s[settled_from] - times_s[0]

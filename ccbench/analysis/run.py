@@ -167,7 +167,11 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         drops=queue["drops"],
         loss_rate=queue["loss_rate"],
         power=m.power(aggregate_goodput, rtt_mean),
+        **_fairness(spec, flows),
     )
+    over_time = _fairness_over_time(spec, recvs, t0)
+    series["fairness"] = over_time["series"]
+    aggregate.convergence_time_s = over_time["convergence_time_s"]
     buffer_pkts, buffer_bytes = bottleneck.buffer_limit()
     applied = AppliedConditions(
         rate_bps=bottleneck.rate,
@@ -191,6 +195,70 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     return RunAnalysis(
         flows, RunSummary(aggregate=aggregate, applied=applied, checks=checks), series
     )
+
+
+def _fairness(spec: ExperimentSpec, flows: list[FlowMetrics]) -> dict[str, float | None]:
+    """Friendliness (candidate vs reference flows) and RTT-normalized fairness of the forward
+    flows, over the measurement window."""
+    forward = [(spec.flows[f.flow], f) for f in flows if f.direction == "forward"]
+    goodput = {f.flow: f.goodput_bps or 0.0 for _, f in forward}
+    candidates = [goodput[f.flow] for s, f in forward if s.role == "candidate"]
+    references = [goodput[f.flow] for s, f in forward if s.role == "reference"]
+    friendliness = m.friendliness_ratio(candidates, references)
+    rtts = [f.rtt_mean_s for _, f in forward]
+    normalized = None
+    if forward and all(r is not None for r in rtts):
+        normalized = m.normalized_fairness(
+            [goodput[f.flow] for _, f in forward], [float(r or 0) for r in rtts]
+        )
+    return {
+        "normalized_fairness": normalized,
+        "friendliness_ratio": friendliness,
+        "equivalence_ratio": m.equivalence_ratio(friendliness),
+        "fc_ratio": m.fc_ratio(candidates),
+    }
+
+
+def _fairness_over_time(
+    spec: ExperimentSpec, recvs: list[list[dict[str, Any]]], t0: float
+) -> dict[str, Any]:
+    """Jain's index per interval over the forward flows active for the whole interval, and
+    the convergence time: how long until every such flow stays within the band around an
+    equal share of what the interval delivered."""
+    interval = spec.measurement.interval
+    bins = int(spec.duration // interval)
+    forward = [i for i, f in enumerate(spec.flows) if f.direction == "forward"]
+    per_flow = {i: [0.0] * bins for i in forward}
+    for i in forward:
+        for r in recvs[i]:
+            if r.get("type") == "recv":
+                k = int((r["ts"] - t0) // interval)
+                if 0 <= k < bins:
+                    per_flow[i][k] += 8 * r["bytes"] / interval
+    times, jains, normalized_rates = [], [], []
+    for k in range(bins):
+        start, end = k * interval, (k + 1) * interval
+        active = [
+            i
+            for i in forward
+            if spec.flows[i].start <= start and end <= spec.flows[i].start + spec.flow_duration(i)
+        ]
+        rates = [per_flow[i][k] for i in active]
+        if len(rates) < 1 or sum(rates) == 0:
+            continue
+        share = sum(rates) / len(rates)
+        times.append(round(end, 6))
+        jains.append(m.jain_index(rates))
+        normalized_rates.append([r / share for r in rates])
+    converged = None
+    if len(forward) > 1 and times:
+        converged = m.convergence_time(
+            times, normalized_rates, 1.0, spec.measurement.convergence_band
+        )
+        if converged is not None:
+            # From the run's start to the start of the first interval of the settled streak.
+            converged += times[0] - interval
+    return {"series": {"t_s": times, "jain_index": jains}, "convergence_time_s": converged}
 
 
 def _sum_or_none(values: list[float | None]) -> float | None:

@@ -126,7 +126,9 @@ def test_demanding_netem_without_netem_fails_clearly(tmp_path: Path) -> None:
 
 def test_per_flow_access_delays_give_each_flow_its_rtt(tmp_path: Path) -> None:
     before = HostState.capture()
-    spec = spec_with(**{"flows.1.access_delay": "15ms"})
+    spec = spec_with(
+        **{"flows.1.access_delay": "15ms", "flows.0.role": "reference", "flows.1.role": "candidate"}
+    )
     assert spec.base_rtt_s(0) == pytest.approx(0.040) and spec.base_rtt_s(1) == pytest.approx(0.070)
     result, _ = run(spec, tmp_path)
     assert result.status == "done", result.describe()
@@ -137,6 +139,13 @@ def test_per_flow_access_delays_give_each_flow_its_rtt(tmp_path: Path) -> None:
     assert rtts[0] == pytest.approx(0.040, rel=0.05) and rtts[1] == pytest.approx(0.070, rel=0.05)
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     assert any("mangle -A PREROUTING -i r1-eth2" in c["cmd"] for c in provenance["commands"])
+    # Friendliness of the candidate against the reference, and fairness normalized by RTT.
+    aggregate = analysis.summary.aggregate
+    goodputs = [f.goodput_bps or 0.0 for f in analysis.flows]
+    assert aggregate.friendliness_ratio == pytest.approx(goodputs[1] / goodputs[0])
+    assert aggregate.equivalence_ratio is not None and aggregate.equivalence_ratio >= 1
+    assert aggregate.normalized_fairness is not None and 0.5 <= aggregate.normalized_fairness <= 1
+    assert len(analysis.series["fairness"]["jain_index"]) == 4
     assert HostState.capture().leftovers_since(before) == []
 
 
