@@ -75,6 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("id")
     report.add_argument("--json", action="store_true", help="print the report JSON")
     report.set_defaults(func=cmd_report)
+    compare = sub.add_parser(
+        "compare", help="one aggregate metric against a matrix axis, a series per value of another"
+    )
+    compare.add_argument("id")
+    compare.add_argument("--metric", required=True, help="e.g. utilization, jain_index, power")
+    compare.add_argument("--x", required=True, help="axis path, e.g. topology.bottleneck.buffer")
+    compare.add_argument("--by", help="axis path, e.g. 'flows[*].algorithm'")
+    compare.add_argument("--json", action="store_true")
+    compare.set_defaults(func=cmd_compare)
+    export = sub.add_parser("export", help="an experiment's runs or flows as CSV on stdout")
+    export.add_argument("id")
+    export.add_argument("--table", choices=["runs", "flows"], default="runs")
+    export.set_defaults(func=cmd_export)
     cancel = sub.add_parser("cancel", help="cancel an experiment")
     cancel.add_argument("id")
     cancel.set_defaults(func=cmd_cancel)
@@ -308,6 +321,32 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print_report(report)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    params = {"metric": args.metric, "x": args.x}
+    if args.by:
+        params["by"] = args.by
+    result = _client().get(f"/v1/experiments/{args.id}/compare", params=params)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['metric']} (median ± SIQR, n repetitions) against {result['x']}")
+    for series in result["series"]:
+        if result.get("by"):
+            print(f"{result['by']} = {series['by']}")
+        for point in series["points"]:
+            print(
+                f"  {result['x']}={point['x']}: {_fmt(point['median'])} ± "
+                f"{_fmt(point['siqr'])} (n={point['n']})"
+            )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    text = _client().get(f"/v1/experiments/{args.id}/export.csv", params={"table": args.table})
+    sys.stdout.write(str(text))
     return 0
 
 

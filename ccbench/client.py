@@ -69,6 +69,8 @@ class Client:
             if errors:
                 detail += "".join(f"\n  - {e['field']}: {e['reason']}" for e in errors)
             raise ClientError(f"{method} {path} failed ({response.status_code}): {detail}")
+        if not response.headers.get("content-type", "").startswith("application/json"):
+            return response.text
         return response.json()
 
     def get(self, path: str, **kwargs: Any) -> Any:

@@ -242,3 +242,102 @@ def test_openapi_documents_the_endpoints(client: TestClient) -> None:
         "/v1/runs/{run_id}",
     ):
         assert path in paths, path
+
+
+def finish_runs_with(experiment_id: str, utilization: Any) -> None:
+    """Store results on the experiment's runs as a worker would (status done, a summary and
+    one flow each), with utilization = utilization(axis_values, repetition)."""
+    from ccbench.db.models import FlowResult
+    from schemas import AggregateMetrics, AppliedConditions, RunSummary
+
+    empty = {name: None for name in AggregateMetrics.model_fields}
+    with session_scope() as session:
+        for run in session.scalars(select(Run).where(Run.experiment_id == experiment_id)):
+            aggregate = AggregateMetrics(**{**empty, "utilization": utilization(run)})
+            applied = AppliedConditions(
+                rate_bps=10e6,
+                delay_s=0.02,
+                base_rtt_s=0.04,
+                buffer_pkts=33,
+                buffer_bytes=None,
+                delay_mechanism=None,
+                measured_min_rtt_s=None,
+                measured_rate_bps=None,
+            )
+            run.status = "done"
+            run.aggregate = RunSummary(aggregate=aggregate, applied=applied, checks=[]).model_dump(
+                mode="json"
+            )
+            session.add(
+                FlowResult(
+                    run_id=run.id,
+                    flow_index=0,
+                    algorithm="reno",
+                    metrics={
+                        "goodput_bps": 5e6,
+                        "throughput_bps": None,
+                        "rtt_mean_s": 0.05,
+                        "rtt_p95_s": None,
+                        "rtt_min_s": None,
+                        "retransmits": 3,
+                        "bytes_received": 1000,
+                    },
+                )
+            )
+
+
+def test_compare_metric_against_axes_and_export_csv(
+    client: TestClient, team_token: tuple[str, str]
+) -> None:
+    _, token = team_token
+    body = matrix(["reno", "cubic"], ["0.5bdp", "1bdp", "2bdp"], 2)
+    exp_id = client.post("/v1/experiments", json=body, headers=auth(token)).json()["id"]
+    buffers = {"0.5bdp": 0.5, "1bdp": 0.8, "2bdp": 0.9}
+
+    def utilization(run: Run) -> float:
+        base = buffers[run.axis_values["topology.bottleneck.buffer"]]
+        bonus = 0.05 if run.axis_values["flows[*].algorithm"] == "cubic" else 0.0
+        return base + bonus + 0.02 * run.repetition
+
+    finish_runs_with(exp_id, utilization)
+    response = client.get(
+        f"/v1/experiments/{exp_id}/compare",
+        params={
+            "metric": "utilization",
+            "x": "topology.bottleneck.buffer",
+            "by": "flows[*].algorithm",
+        },
+        headers=auth(token),
+    )
+    assert response.status_code == 200, response.text
+    series = {s["by"]: {p["x"]: p for p in s["points"]} for s in response.json()["series"]}
+    assert set(series) == {"reno", "cubic"}
+    point = series["cubic"]["1bdp"]
+    # Repetitions 0.85 and 0.87: median 0.86, SIQR (Q3 - Q1) / 2 = 0.005.
+    assert point["n"] == 2 and point["median"] == pytest.approx(0.86)
+    assert point["siqr"] == pytest.approx(0.005)
+    assert series["reno"]["0.5bdp"]["median"] == pytest.approx(0.51)
+
+    bad = client.get(
+        f"/v1/experiments/{exp_id}/compare",
+        params={"metric": "utilisation", "x": "rate"},
+        headers=auth(token),
+    )
+    assert bad.status_code == 422
+    assert {e["field"] for e in bad.json()["errors"]} == {"metric", "x"}
+
+    runs_csv = client.get(f"/v1/experiments/{exp_id}/export.csv", headers=auth(token))
+    assert runs_csv.status_code == 200 and runs_csv.headers["content-type"].startswith("text/csv")
+    lines = runs_csv.text.strip().splitlines()
+    assert len(lines) == 13
+    header = lines[0].split(",")
+    assert header[:5] == ["run_id", "status", "point_index", "repetition", "seed"]
+    assert "topology.bottleneck.buffer" in header and "utilization" in header
+    flows_csv = (
+        client.get(
+            f"/v1/experiments/{exp_id}/export.csv", params={"table": "flows"}, headers=auth(token)
+        )
+        .text.strip()
+        .splitlines()
+    )
+    assert len(flows_csv) == 13 and "goodput_bps" in flows_csv[0].split(",")

@@ -103,6 +103,32 @@ def test_cli_says_when_the_api_is_unreachable_or_the_token_is_wrong(
         env["CCBENCH_TOKEN"] = team_token[1]
         missing = ccbench(env, "status", "some-id")
         assert missing.returncode == 1 and "404" in missing.stderr, missing.stderr
+
+        # compare and export print what the API computes.
+        from tests.test_api import finish_runs_with, matrix
+
+        matrix_file = tmp_path / "matrix.yaml"
+        matrix_file.write_text(yaml.safe_dump(matrix(["reno", "cubic"], ["1bdp", "2bdp"], 1)))
+        submitted = ccbench(env, "submit", str(matrix_file))
+        assert submitted.returncode == 0, submitted.stderr
+        experiment_id = submitted.stdout.split()[1]
+        finish_runs_with(experiment_id, lambda run: 0.9)
+        compared = ccbench(
+            env,
+            "compare",
+            experiment_id,
+            "--metric",
+            "utilization",
+            "--x",
+            "topology.bottleneck.buffer",
+            "--by",
+            "flows[*].algorithm",
+        )
+        assert compared.returncode == 0, compared.stderr
+        assert "flows[*].algorithm = cubic" in compared.stdout
+        assert "topology.bottleneck.buffer=2bdp: 0.9 ± 0 (n=1)" in compared.stdout
+        exported = ccbench(env, "export", experiment_id, "--table", "flows")
+        assert exported.returncode == 0 and len(exported.stdout.strip().splitlines()) == 5
     finally:
         api.terminate()
         api.wait(10)

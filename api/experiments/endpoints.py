@@ -3,6 +3,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, status
+from fastapi.responses import PlainTextResponse
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
@@ -14,6 +15,7 @@ from api.experiments.schemas import (
     Page,
     RunSummary,
 )
+from api.exports import Comparison, Table, compare, export_csv
 from api.reports import build_experiment_report
 from ccbench.db.models import Experiment
 from ccbench.settings import get_settings
@@ -104,6 +106,33 @@ def cancel_experiment(
     experiment = service.cancel_experiment(session, team, experiment_id)
     session.commit()
     return _with_tags(experiment)
+
+
+@router.get("/{experiment_id}/compare", response_model=Comparison)
+def experiment_compare(
+    experiment_id: str,
+    session: DbSession,
+    team: CurrentTeam,
+    metric: Annotated[str, Query(description="an aggregate metric, e.g. utilization")],
+    x: Annotated[str, Query(description="the matrix axis on the x axis")],
+    by: Annotated[str | None, Query(description="one series per value of this axis")] = None,
+) -> Comparison:
+    """One metric against one matrix axis (median and SIQR over repetitions)."""
+    experiment = service.get_experiment(session, team, experiment_id)
+    return compare(build_experiment_report(session, experiment), metric, x, by)
+
+
+@router.get("/{experiment_id}/export.csv", response_class=PlainTextResponse)
+def experiment_export(
+    experiment_id: str,
+    session: DbSession,
+    team: CurrentTeam,
+    table: Annotated[Table, Query(description="runs or flows")] = "runs",
+) -> PlainTextResponse:
+    """The experiment's runs or flows as CSV, axes as columns."""
+    experiment = service.get_experiment(session, team, experiment_id)
+    text = export_csv(build_experiment_report(session, experiment), table)
+    return PlainTextResponse(text, media_type="text/csv")
 
 
 @router.get("/{experiment_id}/report", response_model=ExperimentReport)
