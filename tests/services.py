@@ -154,3 +154,22 @@ def purge_run_queue() -> int:
 
     with app.connection_for_write() as connection:
         return int(connection.default_channel.queue_purge(Queue.runs.value) or 0)
+
+
+def run_cli(
+    env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`ccbench ARGS` as a user runs it, from the repository, with the given environment."""
+    import sys
+
+    from ccbench.settings import REPO_ROOT
+
+    return subprocess.run(
+        [sys.executable, "-m", "ccbench.cli", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -19,7 +19,7 @@ import yaml
 
 from ccbench.settings import REPO_ROOT
 from tests.hoststate import HostState
-from tests.services import free_port, purge_run_queue
+from tests.services import free_port, purge_run_queue, run_cli
 
 CCBENCH = [sys.executable, "-m", "ccbench.cli"]
 
@@ -33,15 +33,7 @@ def test_api_worker_postgres_redis_as_separate_processes(tmp_path: Path, unique:
     assert server_env["CCBENCH_BROKER_URL"].startswith("redis://")
 
     def cli(*args: str, env: dict[str, str] = server_env, timeout: float = 60) -> str:
-        done = subprocess.run(
-            [*CCBENCH, *args],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        done = run_cli(env, *args, timeout=timeout)
         assert done.returncode == 0, f"ccbench {' '.join(args)}: {done.stdout}{done.stderr}"
         return done.stdout
 

@@ -16,7 +16,7 @@ import yaml
 
 from ccbench.settings import REPO_ROOT
 from tests.hoststate import HostState
-from tests.services import free_port
+from tests.services import free_port, run_cli
 
 CCBENCH = [sys.executable, "-m", "ccbench.cli"]
 
@@ -34,15 +34,7 @@ def embedded_env(state_dir: Path, port: int) -> dict[str, str]:
 def ccbench(
     env: dict[str, str], *args: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CCBENCH, *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_cli(env, *args, timeout=timeout)
 
 
 @pytest.mark.root

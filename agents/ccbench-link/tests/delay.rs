@@ -2,10 +2,9 @@
 //! namespace, ping's RTT grows by the configured delay, and the counters are written on SIGTERM.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-const LINK: &str = env!("CARGO_BIN_EXE_ccbench-link");
+mod common;
 
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(args[0]).args(&args[1..]).output().unwrap()
@@ -65,12 +64,9 @@ fn delays_packets_by_the_configured_time() {
         .success());
     let base = min_rtt_ms(&ns.0);
     let stats = std::env::temp_dir().join(format!("ccbt-link-{}.json", std::process::id()));
-    let mut link = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns.0,
-            LINK,
+    let link = common::spawn_link(
+        &ns.0,
+        &[
             "run",
             "--queue-num",
             "3",
@@ -78,15 +74,8 @@ fn delays_packets_by_the_configured_time() {
             "10000",
             "--stats-out",
             stats.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    BufReader::new(link.stdout.as_mut().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    assert!(ready.contains("\"ready\""), "{ready}");
+        ],
+    );
     // Echo requests only: one 10 ms delay per round trip.
     let rule = [
         "-w",
@@ -105,9 +94,7 @@ fn delays_packets_by_the_configured_time() {
     args.extend(rule);
     assert!(run(&args).status.success());
     let delayed = min_rtt_ms(&ns.0);
-    // SAFETY: plain kill(2) on our child.
-    unsafe { libc::kill(link.id() as i32, libc::SIGTERM) };
-    assert!(link.wait().unwrap().success());
+    common::stop_link(link);
     let added = delayed - base;
     assert!(
         (10.0..=11.0).contains(&added),

@@ -3,10 +3,9 @@
 //! the rate, that drops happen exactly when the buffer is full, and that occupancy never
 //! exceeds it.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-const LINK: &str = env!("CARGO_BIN_EXE_ccbench-link");
+mod common;
 
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(args[0]).args(&args[1..]).output().unwrap()
@@ -83,12 +82,9 @@ fn rate_and_drop_tail_buffer_are_exact() {
         dir.join(format!("ccbt-emu-{id}.bin")),
         dir.join(format!("ccbt-emu-{id}.json")),
     );
-    let mut link = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &b,
-            LINK,
+    let link = common::spawn_link(
+        &b,
+        &[
             "run",
             "--queue-num",
             "5",
@@ -102,15 +98,8 @@ fn rate_and_drop_tail_buffer_are_exact() {
             log.to_str().unwrap(),
             "--stats-out",
             stats.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    BufReader::new(link.stdout.as_mut().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    assert!(ready.contains("\"ready\""), "{ready}");
+        ],
+    );
     ok(&[
         "ip",
         "netns",
@@ -154,9 +143,7 @@ fn rate_and_drop_tail_buffer_are_exact() {
         "2",
     ]);
     let _ = server.wait();
-    // SAFETY: plain kill(2) on our child.
-    unsafe { libc::kill(link.id() as i32, libc::SIGTERM) };
-    assert!(link.wait().unwrap().success());
+    common::stop_link(link);
 
     let records = read_log(&log);
     let data: Vec<&Rec> = records.iter().filter(|r| r.len == 1500).collect();
