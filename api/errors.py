@@ -6,6 +6,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from schemas.matrix import field_path
+
 
 class CCBenchError(Exception):
     status_code = 500
@@ -45,10 +47,6 @@ class ValidationFailed(CCBenchError):
     code = "validation_error"
 
 
-def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CCBenchError)
     async def _ccbench_error(_request: Request, exc: CCBenchError) -> JSONResponse:
@@ -60,18 +58,12 @@ def install_error_handlers(app: FastAPI) -> None:
         errors = []
         for err in exc.errors():
             loc = list(err.get("loc", ()))
-            # Drop FastAPI's "body" prefix and pydantic's union-branch tags, keep the field path.
+            # Drop FastAPI's "body" prefix; field_path drops pydantic's union-branch tags.
             if loc and loc[0] in ("body", "query", "path"):
                 where, loc = loc[0], loc[1:]
             else:
                 where = "body"
-            if where == "body" and loc and isinstance(loc[0], str) and loc[0] in _BRANCH_TAGS:
-                loc = loc[1:]
             errors.append({"field": field_path(loc) or where, "reason": err.get("msg", "invalid")})
         summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
         failed = ValidationFailed(f"invalid request: {summary}", errors=errors)
         return JSONResponse(failed.body(), status_code=422)
-
-
-# Tags pydantic puts in error locations for the branches of a discriminated union.
-_BRANCH_TAGS = {"experiment", "matrix"}

@@ -77,7 +77,7 @@ def measure(rate_bps: float, duration_s: float, work: Path) -> None:
         raise SystemExit(f"{label(rate_bps)}: the run failed: {result.describe()}")
     analysis = analyze_run(run_dir, spec)
     flow = analysis.flows[0]
-    _, records = read_packet_log(run_dir / "link-data.bin")
+    _, records = read_packet_log(run_dir / "link-0-data.bin")
     start = records["arrival_us"][0] / 1e6 + spec.measurement.skip_start
     q = queue_metrics(
         records,
@@ -86,7 +86,7 @@ def measure(rate_bps: float, duration_s: float, work: Path) -> None:
         rate_bps,
         int(DELAY_S * 1e6),
     )
-    stats = {d: json.loads((run_dir / f"link-{d}.json").read_text()) for d in ("data", "ack")}
+    stats = {d: json.loads((run_dir / f"link-0-{d}.json").read_text()) for d in ("data", "ack")}
     cpu_s = stats["data"]["cpu_s"] + stats["ack"]["cpu_s"]
     packets = stats["data"]["packets"] + stats["ack"]["packets"]
     provenance = json.loads((run_dir / "provenance.json").read_text())

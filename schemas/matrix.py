@@ -80,10 +80,29 @@ class RunPoint:
     spec: ExperimentSpec
 
 
+# Tags pydantic puts in error locations for the branches of discriminated unions: the
+# submission's kind at the root, the topology's kind after "topology".
+_ROOT_TAGS = {"experiment", "matrix"}
+_TOPOLOGY_TAGS = {"dumbbell", "chain"}
+
+
+def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
+    """A validation error's location as the user wrote the field (union tags removed)."""
+    parts = list(loc)
+    if parts and parts[0] in _ROOT_TAGS:
+        parts = parts[1:]
+    cleaned = [
+        part
+        for i, part in enumerate(parts)
+        if not (part in _TOPOLOGY_TAGS and i > 0 and parts[i - 1] == "topology")
+    ]
+    return ".".join(str(part) for part in cleaned)
+
+
 def errors_of(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
     out = []
     for error in exc.errors(include_url=False):
-        loc = ".".join(str(part) for part in error["loc"])
+        loc = field_path(error["loc"])
         msg = str(error["msg"]).removeprefix("Value error, ")
         out.append({"loc": f"{prefix}.{loc}".strip(".") if prefix else loc, "msg": msg})
     return out

@@ -3,7 +3,7 @@ units. Unknown fields are errors (a typo must not silently change an experiment)
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -107,8 +107,37 @@ class Bottleneck(StrictModel):
 
 
 class Dumbbell(StrictModel):
+    """N senders - r1 - bottleneck - r2 - N receivers."""
+
     kind: Literal["dumbbell"] = "dumbbell"
     bottleneck: Bottleneck
+
+
+class Chain(StrictModel):
+    """Routers r1 .. r(k+1) joined by k links, every one emulated; each flow enters and
+    leaves at routers of its choice (flows[].path), so cross traffic can join at any hop: the
+    multi-hop / parking-lot topology of seed 002 (R1-R4) and seed 001's two-bottleneck path
+    (Fig. 13: 40 Mbit/s 1.5 ms queue 30, then 100 Mbit/s 10 ms queue 80). A link's `1bdp`
+    buffer uses that link's own rate x 2 x delay."""
+
+    kind: Literal["chain"]
+    links: list[Bottleneck] = Field(min_length=1, max_length=8)
+    bottleneck: int | None = Field(
+        None, ge=0, description="the link the aggregate metrics describe (default: the slowest)"
+    )
+
+    @model_validator(mode="after")
+    def _emulated(self) -> Chain:
+        for j, link in enumerate(self.links):
+            if link.link_mechanism == "tc":
+                raise ValueError(f"links.{j}: a chain's links are emulated (link_mechanism tc "
+                                 "is for the dumbbell)")  # fmt: skip
+        if self.bottleneck is not None and self.bottleneck >= len(self.links):
+            raise ValueError(f"bottleneck {self.bottleneck} is not a link index")
+        return self
+
+
+Topology = Annotated[Dumbbell | Chain, Field(discriminator="kind")]
 
 
 class Flow(StrictModel):
@@ -125,6 +154,10 @@ class Flow(StrictModel):
         None,
         description="for TCP-friendliness: candidate flows are compared with reference (TCP) "
         "flows (friendliness_ratio F, equivalence_ratio E, fc_ratio among candidates; seed 004)",
+    )
+    path: tuple[int, int] | None = Field(
+        None,
+        description="chain only: (entry router, exit router), 0-based; default: the whole chain",
     )
     direction: Literal["forward", "reverse"] = Field(
         "forward",
@@ -176,7 +209,7 @@ class ExperimentSpec(StrictModel):
     description: str = Field("", max_length=10_000)
     tags: list[str] = Field(default_factory=list, max_length=50)
     testbed: Testbed = Field(default_factory=Testbed)
-    topology: Dumbbell
+    topology: Topology
     flows: list[Flow] = Field(min_length=1, max_length=64)
     duration: Duration = Field(description="length of the run")
     sampling_interval: Duration = Field(0.01, description="tcp_info and queue sampling period")
@@ -193,7 +226,15 @@ class ExperimentSpec(StrictModel):
             raise ValueError("sampling_interval must be between 1ms and 10s")
         if self.measurement.skip_start >= self.duration:
             raise ValueError("measurement.skip_start must be shorter than duration")
-        bottleneck = self.topology.bottleneck
+        bottleneck = self.bottleneck
+        for i, flow in enumerate(self.flows):
+            if flow.path is not None:
+                entry, leave = flow.path
+                if not 0 <= entry < leave <= len(self.links):
+                    raise ValueError(
+                        f"flows.{i}.path {list(flow.path)} is not a path of this topology "
+                        f"(routers 0..{len(self.links)}, entry before exit)"
+                    )
         if bottleneck.link_mechanism == "tc" and any(
             f.access_delay > 0 or f.direction == "reverse" for f in self.flows
         ):
@@ -210,9 +251,37 @@ class ExperimentSpec(StrictModel):
                 raise ValueError(f"flows.{i}.duration must be greater than 0")
         return self
 
+    @property
+    def links(self) -> list[Bottleneck]:
+        """The router-router links in order (one for the dumbbell)."""
+        if isinstance(self.topology, Chain):
+            return list(self.topology.links)
+        return [self.topology.bottleneck]
+
+    @property
+    def bottleneck_index(self) -> int:
+        if isinstance(self.topology, Chain):
+            if self.topology.bottleneck is not None:
+                return self.topology.bottleneck
+            rates = [link.rate for link in self.topology.links]
+            return rates.index(min(rates))
+        return 0
+
+    @property
+    def bottleneck(self) -> Bottleneck:
+        """The link the aggregate metrics describe."""
+        return self.links[self.bottleneck_index]
+
+    def flow_path(self, index: int) -> tuple[int, int]:
+        path = self.flows[index].path
+        return path if path is not None else (0, len(self.links))
+
     def base_rtt_s(self, index: int) -> float:
-        """Flow `index`'s propagation RTT: 2 x (bottleneck delay + its access delay)."""
-        return 2 * (self.topology.bottleneck.delay + self.flows[index].access_delay)
+        """Flow `index`'s propagation RTT: 2 x (the delays of the links on its path + its
+        access delay)."""
+        entry, leave = self.flow_path(index)
+        path_delay = sum(link.delay for link in self.links[entry:leave])
+        return 2 * (path_delay + self.flows[index].access_delay)
 
     def flow_duration(self, index: int) -> float:
         flow = self.flows[index]

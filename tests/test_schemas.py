@@ -185,3 +185,23 @@ def test_committed_json_schema_matches_the_models() -> None:
         assert (OUT_DIR / name).read_text() == render(doc), (
             f"schemas/json/{name} is out of date: run `make schemas` and commit it"
         )
+
+
+def test_chain_topology_paths_and_bottleneck() -> None:
+    spec = load("two-bottleneck.yaml")
+    assert isinstance(spec, ExperimentSpec)
+    assert [link.rate for link in spec.links] == [40e6, 100e6]
+    assert spec.bottleneck_index == 0  # the slowest link by default
+    assert spec.flow_path(0) == (0, 2) and spec.flow_path(1) == (1, 2)
+    assert spec.base_rtt_s(0) == pytest.approx(0.023) and spec.base_rtt_s(1) == pytest.approx(0.020)
+    raw = yaml.safe_load((EXAMPLES / "two-bottleneck.yaml").read_text())
+    raw["flows"][1]["path"] = [2, 3]
+    raw["topology"]["links"][0]["link_mechanism"] = "tc"
+    with pytest.raises(ValidationError) as info:
+        SUBMISSION.validate_python(raw)
+    errors = {e["loc"]: e["msg"] for e in errors_of(info.value)}
+    assert any("a chain's links are emulated" in msg for msg in errors.values()), errors
+    assert all("chain" not in loc.split(".") for loc in errors), errors
+    raw["topology"]["links"][0]["link_mechanism"] = "auto"
+    with pytest.raises(ValidationError, match=r"flows.1.path \[2, 3\] is not a path"):
+        SUBMISSION.validate_python(raw)

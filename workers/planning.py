@@ -6,14 +6,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from ccbench.settings import Settings
-from schemas import ExperimentSpec
+from schemas import Bottleneck, ExperimentSpec
 from schemas.algorithms import KERNEL_BUILTIN_NAMES
-from workers.testbeds.mininet.plan import BottleneckPlan, FlowPlan, Plan
+from workers.testbeds.mininet.plan import FlowPlan, LinkPlan, Plan
+
+
+def link_plan(link: Bottleneck) -> LinkPlan:
+    buffer_pkts, buffer_bytes = link.buffer_limit()
+    return LinkPlan(
+        rate_bps=link.rate,
+        delay_s=link.delay,
+        buffer_pkts=buffer_pkts,
+        buffer_bytes=buffer_bytes,
+        queue=link.queue,
+        red=link.red.model_dump() if link.queue == "red" else {},
+        loss=link.loss,
+        jitter_s=link.jitter,
+    )
 
 
 def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings: Settings) -> Plan:
-    bottleneck = spec.topology.bottleneck
-    buffer_pkts, buffer_bytes = bottleneck.buffer_limit()
     if spec.seed is None:
         raise ValueError("the run has no seed: runs get theirs when the submission is expanded")
     return Plan(
@@ -23,16 +35,8 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
         duration_s=spec.duration,
         sampling_interval_s=spec.sampling_interval,
         seed=spec.seed,
-        bottleneck=BottleneckPlan(
-            rate_bps=bottleneck.rate,
-            delay_s=bottleneck.delay,
-            buffer_pkts=buffer_pkts,
-            buffer_bytes=buffer_bytes,
-            queue=bottleneck.queue,
-            red=bottleneck.red.model_dump() if bottleneck.queue == "red" else {},
-            loss=bottleneck.loss,
-            jitter_s=bottleneck.jitter,
-        ),
+        links=[link_plan(link) for link in spec.links],
+        bottleneck_index=spec.bottleneck_index,
         flows=[
             FlowPlan(
                 index=i,
@@ -41,9 +45,11 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
                 duration_s=spec.flow_duration(i),
                 access_delay_s=flow.access_delay,
                 direction=flow.direction,
+                entry=spec.flow_path(i)[0],
+                exit=spec.flow_path(i)[1],
             )
             for i, flow in enumerate(spec.flows)
         ],
-        link_mechanism=bottleneck.link_mechanism,
-        delay_mechanism=bottleneck.delay_mechanism,
+        link_mechanism=spec.bottleneck.link_mechanism,
+        delay_mechanism=spec.bottleneck.delay_mechanism,
     )

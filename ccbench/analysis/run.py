@@ -82,7 +82,7 @@ def _delta(samples: list[tuple[float, float]], window: Window) -> float:
 
 
 def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
-    bottleneck = spec.topology.bottleneck
+    bottleneck = spec.bottleneck
     sends = [list(read_jsonl(run_dir / f"flow-{i}.send.jsonl")) for i in range(len(spec.flows))]
     recvs = [list(read_jsonl(run_dir / f"flow-{i}.recv.jsonl")) for i in range(len(spec.flows))]
     provenance: dict[str, Any] = {}
@@ -147,7 +147,8 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         series[f"flow-{i}.goodput"] = downsample(_goodput_series(received, t0))
 
     if emulated:
-        queue = _queue_metrics_from_log(run_dir / "link-data.bin", run_window, bottleneck.rate, t0)
+        log = run_dir / f"link-{spec.bottleneck_index}-data.bin"
+        queue = _queue_metrics_from_log(log, run_window, bottleneck.rate, t0)
     else:
         qdisc = list(read_jsonl(run_dir / "qdisc.jsonl"))
         queue = _queue_metrics(qdisc, run_window, bottleneck.rate, t0)
@@ -188,7 +189,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     )
     shortest_base_rtt = min(spec.base_rtt_s(i) for i in range(len(spec.flows)))
     checks = _checks(applied, queue, shortest_base_rtt)
-    if any(f.access_delay > 0 for f in spec.flows):
+    if len({round(spec.base_rtt_s(i), 9) for i in range(len(spec.flows))}) > 1:
         checks.append(_per_flow_rtt(spec, flows))
     if emulated:
         checks.append(_emulator_timing(queue))
@@ -375,7 +376,8 @@ def _queue_metrics(
 
 
 def _per_flow_rtt(spec: ExperimentSpec, flows: list[FlowMetrics]) -> Check:
-    """With access delays every flow has its own base RTT; each must show it (5%)."""
+    """With access delays or different paths every flow has its own base RTT; each must show
+    it (5%)."""
     parts, ok = [], True
     for i, flow in enumerate(flows):
         base = spec.base_rtt_s(i)
@@ -383,7 +385,7 @@ def _per_flow_rtt(spec: ExperimentSpec, flows: list[FlowMetrics]) -> Check:
             ok = False
             parts.append(f"flow {i}: no RTT sample")
             continue
-        slack = 8 * WIRE_PACKET_BYTES / spec.topology.bottleneck.rate
+        slack = 8 * WIRE_PACKET_BYTES / spec.bottleneck.rate * len(spec.links)
         ok = ok and 0.99 * base <= flow.rtt_min_s <= 1.05 * base + slack
         parts.append(f"flow {i}: {flow.rtt_min_s * 1e3:.2f} of {base * 1e3:.2f} ms")
     return Check(name="flow_rtts", ok=ok, detail="minimum RTT per flow: " + ", ".join(parts))

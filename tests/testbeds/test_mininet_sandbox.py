@@ -92,7 +92,9 @@ def test_emulator_red_queue_from_the_packet_log(tmp_path: Path) -> None:
     assert result.status == "done", result.describe()
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     assert provenance["link_mechanism"] == "emulator"
-    assert "--aqm red --red-min-th 5.0 --red-max-th 15.0" in provenance["bottleneck"]["emulator"]
+    assert (
+        "--aqm red --red-min-th 5.0 --red-max-th 15.0" in provenance["links"]["link 0"]["forward"]
+    )
     analysis = analyze_run(tmp_path, spec)
     applied, aggregate = analysis.summary.applied, analysis.summary.aggregate
     assert applied.queue_source == "emulator_log"
@@ -102,7 +104,7 @@ def test_emulator_red_queue_from_the_packet_log(tmp_path: Path) -> None:
     assert aggregate.queue_mean_pkts is not None and 3 < aggregate.queue_mean_pkts < 20
     assert aggregate.drops and aggregate.queue_max_pkts is not None
     assert aggregate.queue_max_pkts < 100
-    stats = json.loads((tmp_path / "link-data.json").read_text())
+    stats = json.loads((tmp_path / "link-0-data.json").read_text())
     assert stats["dropped_red"] > 0 and stats["dropped_full"] == 0
     assert HostState.capture().leftovers_since(before) == []
 
@@ -138,7 +140,7 @@ def test_per_flow_access_delays_give_each_flow_its_rtt(tmp_path: Path) -> None:
     rtts = [f.rtt_min_s for f in analysis.flows]
     assert rtts[0] == pytest.approx(0.040, rel=0.05) and rtts[1] == pytest.approx(0.070, rel=0.05)
     provenance = json.loads((tmp_path / "provenance.json").read_text())
-    assert any("mangle -A PREROUTING -i r1-eth2" in c["cmd"] for c in provenance["commands"])
+    assert any("mangle -A PREROUTING -i r1-s2" in c["cmd"] for c in provenance["commands"])
     # Friendliness of the candidate against the reference, and fairness normalized by RTT.
     aggregate = analysis.summary.aggregate
     goodputs = [f.goodput_bps or 0.0 for f in analysis.flows]
@@ -163,7 +165,34 @@ def test_reverse_path_flow_shares_the_reverse_queue(tmp_path: Path) -> None:
     assert min(forward.goodput_bps, reverse.goodput_bps) > 4e6
     assert forward.goodput_bps + reverse.goodput_bps > 12e6
     # The reverse queue is rate-limited and logged; the forward flow's ACKs wait in it.
-    stats = json.loads((tmp_path / "link-ack.json").read_text())
-    assert stats["config"]["rate"] == {"bps": 10_000_000} and (tmp_path / "link-ack.bin").exists()
+    stats = json.loads((tmp_path / "link-0-ack.json").read_text())
+    assert stats["config"]["rate"] == {"bps": 10_000_000} and (tmp_path / "link-0-ack.bin").exists()
     assert analysis.summary.aggregate.goodput_bps == forward.goodput_bps
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def test_two_bottleneck_chain_with_cross_traffic(tmp_path: Path) -> None:
+    """Seed 001 Fig. 13: the through flow is held to hop 1's 40 Mbit/s, the cross flow takes
+    what is left of hop 2's 100 Mbit/s, and each flow sees its own path's RTT."""
+    before = HostState.capture()
+    raw = yaml.safe_load((REPO_ROOT / "schemas/examples/two-bottleneck.yaml").read_text())
+    raw.update(duration="5s", measurement={"skip_start": "2s"})
+    spec = ExperimentSpec.model_validate(raw)
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    analysis = analyze_run(tmp_path, spec)
+    checks = {c.name: c for c in analysis.summary.checks}
+    assert checks["flow_rtts"].ok and checks["delay"].ok and checks["rate"].ok, checks
+    through, cross = analysis.flows
+    assert through.goodput_bps and cross.goodput_bps
+    payload = 1448 / 1500
+    # Hop 1 caps the through flow (its 30-packet buffer is 0.4 BDP: reno does not fill it);
+    # hop 2 carries both, the cross flow taking most of what is left.
+    assert 20e6 < through.goodput_bps <= 40e6 * payload * 1.01
+    assert cross.goodput_bps > 40e6
+    assert through.goodput_bps + cross.goodput_bps <= 100e6 * payload * 1.01
+    assert analysis.summary.applied.rate_bps == 40e6  # aggregates describe the slowest link
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    assert set(provenance["links"]) == {"link 0", "link 1"}
+    assert provenance["links"]["link 1"]["router"] == "r2"
     assert HostState.capture().leftovers_since(before) == []

@@ -14,7 +14,9 @@ LINK_MECHANISMS = ("auto", "emulator", "tc")
 
 
 @dataclass(frozen=True)
-class BottleneckPlan:
+class LinkPlan:
+    """One router-router link of the chain (the dumbbell has one)."""
+
     rate_bps: float
     delay_s: float  # one way; applied in both directions, so base RTT = 2 * delay_s
     buffer_pkts: int | None  # exactly one of buffer_pkts / buffer_bytes is set
@@ -33,6 +35,8 @@ class FlowPlan:
     duration_s: float
     access_delay_s: float = 0.0  # one way, on the sender's access link
     direction: str = "forward"  # forward: s_i -> d_i; reverse: d_i -> s_i (reverse path)
+    entry: int = 0  # router index (0-based) where the flow's sender is attached
+    exit: int = 1  # router index where its receiver is attached
 
 
 @dataclass(frozen=True)
@@ -43,16 +47,24 @@ class Plan:
     duration_s: float
     sampling_interval_s: float
     seed: int
-    bottleneck: BottleneckPlan
+    links: list[LinkPlan]
     flows: list[FlowPlan]
+    bottleneck_index: int = 0  # the link the aggregate metrics describe
     link_mechanism: str = "auto"
     delay_mechanism: str = "auto"
     plan_version: int = PLAN_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def bottleneck(self) -> LinkPlan:
+        return self.links[self.bottleneck_index]
+
     def __post_init__(self) -> None:
-        if (self.bottleneck.buffer_pkts is None) == (self.bottleneck.buffer_bytes is None):
-            raise ValueError("exactly one of buffer_pkts and buffer_bytes must be set")
+        for link in self.links:
+            if (link.buffer_pkts is None) == (link.buffer_bytes is None):
+                raise ValueError("exactly one of buffer_pkts and buffer_bytes must be set")
+        if not 0 <= self.bottleneck_index < len(self.links):
+            raise ValueError("bottleneck_index is not a link of the plan")
         if self.link_mechanism not in LINK_MECHANISMS:
             raise ValueError(f"link_mechanism must be one of {', '.join(LINK_MECHANISMS)}")
         if self.delay_mechanism not in DELAY_MECHANISMS:
@@ -66,7 +78,7 @@ class Plan:
         raw = json.loads(text)
         if raw.get("plan_version") != PLAN_VERSION:
             raise ValueError(f"plan_version {raw.get('plan_version')} is not {PLAN_VERSION}")
-        raw["bottleneck"] = BottleneckPlan(**raw["bottleneck"])
+        raw["links"] = [LinkPlan(**link) for link in raw["links"]]
         raw["flows"] = [FlowPlan(**f) for f in raw["flows"]]
         return cls(**raw)
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Build and run one run's dumbbell inside its sandbox. Runs under the system Python (which has
+"""Build and run one run's network (a chain of routers; the dumbbell has one link) inside its
+sandbox. Runs under the system Python (which has
 Debian's Mininet) as PID 1 of fresh network, PID and mount namespaces:
 
     unshare --net --pid --mount --fork --kill-child=SIGKILL --mount-proc \\
@@ -28,7 +29,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from workers.testbeds.mininet.plan import FlowPlan, Plan  # noqa: E402
 from workers.testbeds.mininet.probe import probe_host  # noqa: E402
-from workers.testbeds.mininet.topology import Dumbbell, dumbbell, htb_burst_bytes  # noqa: E402
+from workers.testbeds.mininet.topology import Chain, chain, htb_burst_bytes  # noqa: E402
 
 PORT = 5001
 READY_TIMEOUT_S = 10.0
@@ -54,7 +55,7 @@ class Sandbox:
         self.log = (self.run_dir / "sandbox.log").open("a")
         self.commands: list[dict[str, Any]] = []
         self.provenance: dict[str, Any] = {"plan": json.loads(plan.to_json())}
-        self.topo: Dumbbell = dumbbell(len(plan.flows))
+        self.topo: Chain = chain(len(plan.links), [(f.entry, f.exit) for f in plan.flows])
         self.background: list[tuple[str, subprocess.Popen[str]]] = []
         self.net: Any = None
 
@@ -149,12 +150,12 @@ class Sandbox:
         )
         for name in self.topo.hosts:
             net.addHost(name, cls=Host, ip=None)
-        for link in self.topo.links:
+        for link in self.topo.wires:
             net.addLink(
                 link.a.node, link.b.node, cls=Link, intfName1=link.a.name, intfName2=link.b.name
             )
         self.net = net
-        for link in self.topo.links:
+        for link in self.topo.wires:
             for end in (link.a, link.b):
                 self.run(end.node, "ip", "addr", "add", end.address, "dev", end.name)
                 self.run(end.node, "ip", "link", "set", end.name, "up")
@@ -184,72 +185,80 @@ class Sandbox:
             self.shape_with_tc()
 
     def emulate(self) -> None:
-        """ccbench-link on r1 for both directions of the bottleneck link: data (towards r2)
-        gets rate, buffer, queue discipline, loss, delay and jitter, with a per-packet log;
-        ACKs (towards r1) get the delay."""
-        b = self.plan.bottleneck
-        dev = self.topo.bottleneck_interface
-        link = str(self.agents / "ccbench-link")
-        delay_us = str(int(round(b.delay_s * 1e6)))
-        buffer = (
-            ["--buffer-pkts", str(b.buffer_pkts)]
-            if b.buffer_pkts is not None
-            else ["--buffer-bytes", str(b.buffer_bytes)]
-        )
-        aqm = ["--aqm", b.queue]
-        if b.queue == "red":
-            for key in ("min_th", "max_th", "max_p", "w_q"):
-                aqm += [f"--red-{key.replace('_', '-')}", str(b.red[key])]
-        data = [
-            link, "run", "--queue-num", "0", "--rate-bps", str(int(round(b.rate_bps))),
-            "--delay-us", delay_us, "--jitter-us", str(int(round(b.jitter_s * 1e6))),
-            *buffer, *aqm, "--loss", repr(b.loss), "--seed", str(self.plan.seed),
-            "--log", str(self.run_dir / "link-data.bin"),
-            "--stats-out", str(self.run_dir / "link-data.json"),
-        ]  # fmt: skip
-        ack = [
-            link, "run", "--queue-num", "1", "--delay-us", delay_us,
-            "--stats-out", str(self.run_dir / "link-ack.json"),
-        ]  # fmt: skip
-        if any(f.direction == "reverse" for f in self.plan.flows):
-            # Reverse-path traffic shares the reverse queue: the link is symmetric.
-            ack += [
-                "--rate-bps", str(int(round(b.rate_bps))), *buffer, *aqm,
-                "--loss", repr(b.loss), "--seed", str(self.plan.seed + 1),
-                "--log", str(self.run_dir / "link-ack.bin"),
+        """ccbench-link for both directions of every link j, on the router at its left end:
+        forward (towards the next router) gets rate, buffer, queue discipline, loss, delay and
+        jitter, with a per-packet log; reverse gets the delay, and the same rate and buffer when
+        reverse-path flows cross the link (the link is then symmetric)."""
+        binary = str(self.agents / "ccbench-link")
+        emulators = {}
+        for j, b in enumerate(self.plan.links):
+            router, dev = self.topo.link_router(j), self.topo.link_interface(j)
+            delay_us = str(int(round(b.delay_s * 1e6)))
+            buffer = (
+                ["--buffer-pkts", str(b.buffer_pkts)]
+                if b.buffer_pkts is not None
+                else ["--buffer-bytes", str(b.buffer_bytes)]
+            )
+            aqm = ["--aqm", b.queue]
+            if b.queue == "red":
+                for key in ("min_th", "max_th", "max_p", "w_q"):
+                    aqm += [f"--red-{key.replace('_', '-')}", str(b.red[key])]
+            forward = [
+                binary, "run", "--queue-num", str(2 * j), "--rate-bps", str(int(round(b.rate_bps))),
+                "--delay-us", delay_us, "--jitter-us", str(int(round(b.jitter_s * 1e6))),
+                *buffer, *aqm, "--loss", repr(b.loss), "--seed", str(self.plan.seed + 2 * j),
+                "--log", str(self.run_dir / f"link-{j}-data.bin"),
+                "--stats-out", str(self.run_dir / f"link-{j}-data.json"),
             ]  # fmt: skip
-        self.start("r1", "ccbench-link data", *data, ready='"ready"')
-        self.start("r1", "ccbench-link ack", *ack, ready='"ready"')
-        for queue, match in (("0", "-o"), ("1", "-i")):
-            self.run("r1", "iptables", "-w", "-A", "FORWARD", match, dev, "-j", "NFQUEUE",
-                     "--queue-num", queue)  # fmt: skip
-        self.provenance["bottleneck"] = {"dev": dev, "emulator": " ".join(data[1:])}
+            reverse = [
+                binary, "run", "--queue-num", str(2 * j + 1), "--delay-us", delay_us,
+                "--stats-out", str(self.run_dir / f"link-{j}-ack.json"),
+            ]  # fmt: skip
+            if any(f.direction == "reverse" and f.entry <= j < f.exit for f in self.plan.flows):
+                reverse += [
+                    "--rate-bps", str(int(round(b.rate_bps))), *buffer, *aqm,
+                    "--loss", repr(b.loss), "--seed", str(self.plan.seed + 2 * j + 1),
+                    "--log", str(self.run_dir / f"link-{j}-ack.bin"),
+                ]  # fmt: skip
+            self.start(router, f"ccbench-link {j} forward", *forward, ready='"ready"')
+            self.start(router, f"ccbench-link {j} reverse", *reverse, ready='"ready"')
+            for queue, match in ((2 * j, "-o"), (2 * j + 1, "-i")):
+                self.run(router, "iptables", "-w", "-A", "FORWARD", match, dev, "-j", "NFQUEUE",
+                         "--queue-num", str(queue))  # fmt: skip
+            emulators[f"link {j}"] = {"router": router, "dev": dev,
+                                      "forward": " ".join(forward[1:])}  # fmt: skip
+        self.provenance["links"] = emulators
         self.access_delays()
 
     def access_delays(self) -> None:
-        """Per-flow access delay on r1: one delay line per sender's link, holding that
-        flow's data as it enters r1 (mangle PREROUTING) and its ACKs as they leave towards the
-        sender (mangle POSTROUTING). Different netfilter hooks from the bottleneck's FORWARD
-        rules, so a packet passes both."""
+        """Per-flow access delay on the flow's entry router: one delay line per sender's link,
+        holding that flow's data as it enters the router (mangle PREROUTING) and its ACKs as
+        they leave towards the sender (mangle POSTROUTING). Different netfilter hooks from the
+        links' FORWARD rules, so a packet passes both."""
         link = str(self.agents / "ccbench-link")
         for flow in self.plan.flows:
             if flow.access_delay_s <= 0:
                 continue
             i = flow.index + 1
-            queue = str(10 + i)
+            queue = str(100 + i)
+            router = self.topo.entry_routers[flow.index]
             self.start(
-                "r1", f"ccbench-link access {i}", link, "run", "--queue-num", queue,
+                router, f"ccbench-link access {i}", link, "run", "--queue-num", queue,
                 "--delay-us", str(int(round(flow.access_delay_s * 1e6))),
                 "--stats-out", str(self.run_dir / f"link-access-{flow.index}.json"),
                 ready='"ready"',
             )  # fmt: skip
-            for chain, match in (("PREROUTING", "-i"), ("POSTROUTING", "-o")):
-                self.run("r1", "iptables", "-w", "-t", "mangle", "-A", chain, match,
-                         f"r1-eth{i}", "-j", "NFQUEUE", "--queue-num", queue)  # fmt: skip
+            for hook, match in (("PREROUTING", "-i"), ("POSTROUTING", "-o")):
+                self.run(router, "iptables", "-w", "-t", "mangle", "-A", hook, match,
+                         self.topo.sender_interface(flow.index), "-j", "NFQUEUE",
+                         "--queue-num", queue)  # fmt: skip
 
     def shape_with_tc(self) -> None:
+        """The dumbbell's one link with tc: htb + pfifo/bfifo on r1, delay on r2."""
+        if len(self.plan.links) != 1:
+            raise SandboxError("link_mechanism tc emulates the dumbbell only")
         b = self.plan.bottleneck
-        dev = self.topo.bottleneck_interface
+        dev = self.topo.link_interface(0)
         rate = f"{int(b.rate_bps)}bit"
         burst = str(htb_burst_bytes(b.rate_bps))
         self.run(
@@ -292,11 +301,12 @@ class Sandbox:
         if delay_us == 0:
             return
         mechanism = self.provenance["delay_mechanism"]
-        towards_r1 = self.topo.delay_interface
+        towards_r1 = self.topo.far_interface(0)
         if mechanism == "netem":
             # Delay on r2's egress, away from the bottleneck queue; netem's limit is its
             # delay-line capacity, never the experiment's buffer.
-            for dev in [towards_r1, *self.topo.receiver_side_interfaces]:
+            receiver_side = [self.topo.receiver_interface(i) for i in range(len(self.plan.flows))]
+            for dev in [towards_r1, *receiver_side]:
                 self.run(
                     "r2",
                     "tc",
@@ -324,7 +334,7 @@ class Sandbox:
                 "--delay-us",
                 str(delay_us),
                 "--stats-out",
-                str(self.run_dir / f"link-{direction}.json"),
+                str(self.run_dir / f"delay-{direction}.json"),
                 ready='"ready"',
             )
             self.run(
@@ -385,7 +395,7 @@ class Sandbox:
                 agent,
                 "qmon",
                 "--dev",
-                self.topo.bottleneck_interface,
+                self.topo.link_interface(0),
                 "--interval-ms",
                 interval_ms,
                 "--out",
@@ -453,13 +463,15 @@ class Sandbox:
             if proc.returncode not in (0, -signal.SIGTERM):
                 err = proc.stderr.read() if proc.stderr else ""
                 raise SandboxError(f"{name} exited with {proc.returncode}: {err.strip()}")
-        link_stats = {}
-        for direction in ("data", "ack"):
-            path = self.run_dir / f"link-{direction}.json"
-            if path.exists():
-                link_stats[direction] = json.loads(path.read_text())
-        if link_stats:
-            self.provenance["delay_line"] = link_stats
+        # Counters of every emulator and delay line (link-<j>-data/ack, link-access-<i>,
+        # delay-data/ack), without the configuration each repeats.
+        counters = {}
+        for path in sorted([*self.run_dir.glob("link-*.json"), *self.run_dir.glob("delay-*.json")]):
+            stats = json.loads(path.read_text())
+            stats.pop("config", None)
+            counters[path.stem] = stats
+        if counters:
+            self.provenance["emulator_counters"] = counters
 
     def write_provenance(self) -> None:
         self.provenance["commands"] = self.commands
