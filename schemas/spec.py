@@ -3,7 +3,7 @@ units. Unknown fields are errors (a typo must not silently change an experiment)
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -14,6 +14,13 @@ SCHEMA_VERSION = 1
 
 # Packet size used to turn byte quantities (BDP) into packet counts: Ethernet MTU.
 PACKET_BYTES = 1500
+# Bytes one delivery opportunity of a rate trace carries (Mahimahi's convention).
+TRACE_OPPORTUNITY_BYTES = 1500
+
+
+def trace_average_bps(trace_ms: list[int]) -> float:
+    """Average rate of a Mahimahi trace: opportunities x 1500 bytes x 8 / period."""
+    return len(trace_ms) * TRACE_OPPORTUNITY_BYTES * 8 / (trace_ms[-1] / 1000)
 
 
 class StrictModel(BaseModel):
@@ -42,7 +49,16 @@ class Red(StrictModel):
 
 
 class Bottleneck(StrictModel):
-    rate: Rate = Field(description="bottleneck rate")
+    rate: Rate = Field(
+        description="link rate; with rate_trace_ms it may be left out (the trace's average)"
+    )
+    rate_trace_ms: list[int] | None = Field(
+        None,
+        max_length=1_000_000,
+        description="trace-driven rate, as Mahimahi traces: one millisecond timestamp per "
+        "1500-byte delivery opportunity, repeating with the last timestamp as period "
+        "(emulator only)",
+    )
     delay: Duration = Field(description="one-way propagation delay; base RTT = 2 x delay")
     buffer: BufferSize = Field(
         default=Buffer(1.0, "bdp"), description="buffer at the bottleneck queue"
@@ -70,8 +86,30 @@ class Bottleneck(StrictModel):
         "delay line (auto picks)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _rate_from_trace(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("rate_trace_ms"):
+            return data
+        trace = data["rate_trace_ms"]
+        if not all(isinstance(t, int) and t >= 0 for t in trace):
+            return data  # the field's own validation names the problem
+        if any(b < a for a, b in zip(trace, trace[1:], strict=False)) or trace[-1] <= 0:
+            raise ValueError("rate_trace_ms must not decrease and must end after 0 ms")
+        average = trace_average_bps(trace)
+        if "rate" not in data:
+            return {**data, "rate": average}
+        return data
+
     @model_validator(mode="after")
     def _mechanism_supports_options(self) -> Bottleneck:
+        if self.rate_trace_ms:
+            average = trace_average_bps(self.rate_trace_ms)
+            if abs(self.rate / average - 1) > 1e-6:
+                raise ValueError(
+                    f"rate {self.rate:g} bit/s differs from rate_trace_ms's average "
+                    f"{average:g} bit/s: leave rate out with a trace"
+                )
         if self.link_mechanism == "tc":
             needs_emulator = [
                 name
@@ -79,6 +117,7 @@ class Bottleneck(StrictModel):
                     ("queue: red", self.queue == "red"),
                     ("loss", self.loss > 0),
                     ("jitter", self.jitter > 0),
+                    ("rate_trace_ms", bool(self.rate_trace_ms)),
                 )
                 if used
             ]

@@ -205,3 +205,19 @@ def test_chain_topology_paths_and_bottleneck() -> None:
     raw["topology"]["links"][0]["link_mechanism"] = "auto"
     with pytest.raises(ValidationError, match=r"flows.1.path \[2, 3\] is not a path"):
         SUBMISSION.validate_python(raw)
+
+
+def test_rate_trace_sets_the_rate_and_must_agree_with_it() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+    raw["topology"]["bottleneck"].pop("rate")
+    raw["topology"]["bottleneck"]["rate_trace_ms"] = [1, 2, 3, 4]  # 1500 B per ms
+    spec = SUBMISSION.validate_python(raw)
+    assert spec.bottleneck.rate == pytest.approx(12e6)
+    assert ExperimentSpec.model_validate(spec.model_dump(mode="json")) == spec
+    raw["topology"]["bottleneck"]["rate"] = "10Mbit"
+    with pytest.raises(ValidationError, match="differs from rate_trace_ms's average"):
+        SUBMISSION.validate_python(raw)
+    raw["topology"]["bottleneck"].pop("rate")
+    raw["topology"]["bottleneck"]["link_mechanism"] = "tc"
+    with pytest.raises(ValidationError, match="rate_trace_ms need link_mechanism emulator"):
+        SUBMISSION.validate_python(raw)

@@ -22,6 +22,7 @@ def link_plan(link: Bottleneck) -> LinkPlan:
         red=link.red.model_dump() if link.queue == "red" else {},
         loss=link.loss,
         jitter_s=link.jitter,
+        trace_ms=list(link.rate_trace_ms) if link.rate_trace_ms else None,
     )
 
 

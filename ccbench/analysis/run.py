@@ -193,6 +193,8 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         checks.append(_per_flow_rtt(spec, flows))
     if emulated:
         checks.append(_emulator_timing(queue))
+    if provenance.get("host_cpu_busy") is not None:
+        checks.append(_host_cpu(float(provenance["host_cpu_busy"]), provenance))
     return RunAnalysis(
         flows, RunSummary(aggregate=aggregate, applied=applied, checks=checks), series
     )
@@ -311,6 +313,22 @@ def _queue_metrics_from_log(
 
 # Release lateness the emulator may show at p99 before its timing is suspect.
 EMULATOR_LATE_P99_US = 1000
+
+
+# Above this share of busy CPU the host itself may have shaped the results.
+HOST_CPU_BUSY_LIMIT = 0.9
+
+
+def _host_cpu(busy: float, provenance: dict[str, Any]) -> Check:
+    """Fidelity: emulation on a saturated host is not the network that was asked for."""
+    cpus = (provenance.get("capabilities") or {}).get("cpus")
+    return Check(
+        name="host_cpu",
+        ok=busy < HOST_CPU_BUSY_LIMIT,
+        detail=f"host CPUs {busy * 100:.0f}% busy while the flows ran"
+        + (f" ({cpus} CPUs)" if cpus else "")
+        + f"; limit {HOST_CPU_BUSY_LIMIT * 100:.0f}%",
+    )
 
 
 def _emulator_timing(queue: dict[str, Any]) -> Check:

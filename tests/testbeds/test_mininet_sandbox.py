@@ -196,3 +196,22 @@ def test_two_bottleneck_chain_with_cross_traffic(tmp_path: Path) -> None:
     assert set(provenance["links"]) == {"link 0", "link 1"}
     assert provenance["links"]["link 1"]["router"] == "r2"
     assert HostState.capture().leftovers_since(before) == []
+
+
+def test_trace_driven_rate_and_host_cpu_check(tmp_path: Path) -> None:
+    # A Mahimahi-style trace: 12 opportunities every 10 ms = 1800 B/ms = 14.4 Mbit/s on average,
+    # delivered in bursts (all opportunities in the first 2 ms of each period).
+    trace = [1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 10]
+    raw = copy.deepcopy(EXAMPLE)
+    raw["duration"], raw["measurement"] = "4s", {"skip_start": "1s"}
+    raw["topology"]["bottleneck"] = {"rate_trace_ms": trace, "delay": "20ms", "buffer": "50pkt"}
+    spec = ExperimentSpec.model_validate(raw)
+    assert spec.bottleneck.rate == pytest.approx(14.4e6)
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    assert (tmp_path / "link-0.trace").read_text().split() == [str(t) for t in trace]
+    analysis = analyze_run(tmp_path, spec)
+    goodput = sum(f.goodput_bps or 0 for f in analysis.flows)
+    assert goodput == pytest.approx(14.4e6 * 1448 / 1500, rel=0.05)
+    checks = {c.name: c for c in analysis.summary.checks}
+    assert "host_cpu" in checks and "% busy" in checks["host_cpu"].detail

@@ -25,6 +25,7 @@ class LinkPlan:
     red: dict[str, float] = field(default_factory=dict)  # min_th, max_th, max_p, w_q
     loss: float = 0.0
     jitter_s: float = 0.0
+    trace_ms: list[int] | None = None  # Mahimahi delivery opportunities instead of rate_bps
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,20 @@ class SandboxError(Exception):
     """A failure with a message meant for the user."""
 
 
+def cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cpu_busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """Share of the host's CPU time that was busy between two cpu_times() readings."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 4) if total > 0 else None
+
+
 def emit(event: str, **fields: Any) -> None:
     sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
     sys.stdout.flush()
@@ -203,8 +217,13 @@ class Sandbox:
             if b.queue == "red":
                 for key in ("min_th", "max_th", "max_p", "w_q"):
                     aqm += [f"--red-{key.replace('_', '-')}", str(b.red[key])]
+            rate = ["--rate-bps", str(int(round(b.rate_bps)))]
+            if b.trace_ms:
+                trace_file = self.run_dir / f"link-{j}.trace"
+                trace_file.write_text("".join(f"{t}\n" for t in b.trace_ms))
+                rate = ["--trace", str(trace_file)]
             forward = [
-                binary, "run", "--queue-num", str(2 * j), "--rate-bps", str(int(round(b.rate_bps))),
+                binary, "run", "--queue-num", str(2 * j), *rate,
                 "--delay-us", delay_us, "--jitter-us", str(int(round(b.jitter_s * 1e6))),
                 *buffer, *aqm, "--loss", repr(b.loss), "--seed", str(self.plan.seed + 2 * j),
                 "--log", str(self.run_dir / f"link-{j}-data.bin"),
@@ -431,6 +450,7 @@ class Sandbox:
                 universal_newlines=True,
             )
             senders.append((flow, proc))
+        cpu_before = cpu_times()
         emit("phase", phase="running")
         deadline = time.monotonic() + START_MARGIN_S + plan.duration_s + SENDER_GRACE_S
         while any(p.poll() is None for _, p in senders):
@@ -441,6 +461,7 @@ class Sandbox:
             if int(elapsed) != getattr(self, "_last_progress", -1):
                 self._last_progress = int(elapsed)
                 emit("progress", elapsed_s=round(elapsed, 1), duration_s=plan.duration_s)
+        self.provenance["host_cpu_busy"] = cpu_busy_fraction(cpu_before, cpu_times())
         emit("phase", phase="collecting")
         for flow, proc in senders:
             err = proc.stderr.read() if proc.stderr else ""
