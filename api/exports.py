@@ -95,6 +95,13 @@ def compare(report: ExperimentReport, metric: str, x: str, by: str | None) -> Co
         )
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     labels: dict[str, Any] = {}
+    # Points and series follow the matrix's own order of values (its point indexes), not
+    # the shuffled execution order.
+    x_order: dict[str, int] = {}
+    by_order: dict[str, int] = {}
+    for run in sorted(report.runs, key=lambda r: r.point_index):
+        x_order.setdefault(_key(run.axis_values.get(x)), len(x_order))
+        by_order.setdefault(_key(run.axis_values.get(by) if by else None), len(by_order))
     for run in report.runs:
         by_value = run.axis_values.get(by) if by else None
         x_value = run.axis_values.get(x)
@@ -104,10 +111,12 @@ def compare(report: ExperimentReport, metric: str, x: str, by: str | None) -> Co
         if run.status == "done" and value is not None:
             cell.append(float(value))
     series = []
-    for by_key, points in values.items():
+    for by_key in sorted(values, key=lambda k: by_order.get(k, 0)):
+        points = values[by_key]
         series.append(CompareSeries(
             by=labels[by_key],
-            points=[ComparePoint(x=labels[x_key], median=median(v), siqr=siqr(v), n=len(v))
-                    for x_key, v in points.items()],
+            points=[ComparePoint(x=labels[x_key], median=median(points[x_key]),
+                                 siqr=siqr(points[x_key]), n=len(points[x_key]))
+                    for x_key in sorted(points, key=lambda k: x_order.get(k, 0))],
         ))  # fmt: skip
     return Comparison(metric=metric, x=x, by=by, series=series)

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="an experiment's report")
     report.add_argument("id")
     report.add_argument("--json", action="store_true", help="print the report JSON")
+    report.add_argument(
+        "--plot", type=Path, metavar="DIR", help="also write figures (PNG) into DIR"
+    )
     report.set_defaults(func=cmd_report)
     compare = sub.add_parser(
         "compare", help="one aggregate metric against a matrix axis, a series per value of another"
@@ -83,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--x", required=True, help="axis path, e.g. topology.bottleneck.buffer")
     compare.add_argument("--by", help="axis path, e.g. 'flows[*].algorithm'")
     compare.add_argument("--json", action="store_true")
+    compare.add_argument("--plot", type=Path, metavar="FILE", help="also draw it (PNG, SVG, PDF)")
     compare.set_defaults(func=cmd_compare)
     export = sub.add_parser("export", help="an experiment's runs or flows as CSV on stdout")
     export.add_argument("id")
@@ -316,12 +320,44 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    report = _client().get(f"/v1/experiments/{args.id}/report")
+    client = _client()
+    report = client.get(f"/v1/experiments/{args.id}/report")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print_report(report)
+    if args.plot:
+        for path in plot_report(client, report, args.plot):
+            print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+# Metrics drawn against the matrix axes by `report --plot`.
+PLOTTED_METRICS = ("utilization", "goodput_bps", "jain_index", "queue_mean_pkts", "power")
+
+
+def plot_report(client: Client, report: dict[str, Any], directory: Path) -> list[Path]:
+    """Per finished run its figures; with matrix axes, each plotted metric against the first
+    axis, a series per value of the second."""
+    from ccbench.plots.figures import comparison_figure, run_figures, save
+
+    written: list[Path] = []
+    for n, run in enumerate(report["runs"]):
+        if run["status"] != "done":
+            continue
+        detail = client.get(f"/v1/runs/{run['run_id']}")
+        written += save(run_figures(detail), directory, f"run-{n + 1}-")
+    axes = report.get("axes") or []
+    if axes:
+        for metric in PLOTTED_METRICS:
+            params = {"metric": metric, "x": axes[0]}
+            if len(axes) > 1:
+                params["by"] = axes[1]
+            comparison = client.get(
+                f"/v1/experiments/{report['experiment_id']}/compare", params=params
+            )
+            written += save({metric: comparison_figure(comparison)}, directory, "compare-")
+    return written
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -329,6 +365,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.by:
         params["by"] = args.by
     result = _client().get(f"/v1/experiments/{args.id}/compare", params=params)
+    if args.plot:
+        from ccbench.plots.figures import comparison_figure
+
+        figure = comparison_figure(result)
+        figure.tight_layout()
+        figure.savefig(args.plot, dpi=150)
+        print(f"wrote {args.plot}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -318,6 +318,14 @@ def test_compare_metric_against_axes_and_export_csv(
     assert point["siqr"] == pytest.approx(0.005)
     assert series["reno"]["0.5bdp"]["median"] == pytest.approx(0.51)
 
+    from ccbench.plots.figures import comparison_figure
+
+    figure = comparison_figure(response.json())
+    axes = figure.axes[0]
+    drawn = {c.get_label(): list(c.lines[0].get_ydata()) for c in axes.containers}
+    assert drawn["flows[*].algorithm = cubic"] == pytest.approx([0.56, 0.86, 0.96])
+    assert axes.get_xlabel() == "topology.bottleneck.buffer"
+
     bad = client.get(
         f"/v1/experiments/{exp_id}/compare",
         params={"metric": "utilisation", "x": "rate"},

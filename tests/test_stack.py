@@ -54,6 +54,12 @@ def test_embedded_stack_runs_the_example(tmp_path: Path) -> None:
         assert "running [" in out  # live progress
         assert "goodput_bps=" in out and "jain_index=" in out and "[ok ] delay" in out, out
         experiment_id = out.split()[1]
+        plotted = ccbench(env, "report", experiment_id, "--plot", str(tmp_path / "figures"))
+        assert plotted.returncode == 0, plotted.stderr
+        drawn = sorted(p.name for p in (tmp_path / "figures").iterdir())
+        assert drawn == [
+            f"run-1-{n}.png" for n in sorted(["cwnd", "goodput", "queue", "rtt", "rtt_vs_cwnd"])
+        ]
         report = json.loads(ccbench(env, "report", experiment_id, "--json").stdout)
         [run] = report["runs"]
         assert run["status"] == "done"

@@ -149,6 +149,19 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     detail = client.get(f"/v1/runs/{run_id}", headers=headers).json()
     assert {"queue", "flow-0.tcp_info", "flow-1.goodput"} <= set(detail["series"])
 
+    # The run's figures show both flows, ssthresh beside cwnd, and the queue with its drops.
+    from ccbench.plots.figures import run_figures
+
+    figures = run_figures(detail)
+    assert set(figures) == {"goodput", "rtt", "cwnd", "rtt_vs_cwnd", "queue"}
+    labels = [line.get_label() for line in figures["goodput"].axes[0].get_lines()]
+    assert labels == ["flow 0 reno", "flow 1 cubic"]
+    cwnd_labels = [line.get_label() for line in figures["cwnd"].axes[0].get_lines()]
+    assert "flow 1 cubic ssthresh" in cwnd_labels
+    queue_axes = figures["queue"].axes[0]
+    assert max(queue_axes.get_lines()[0].get_ydata()) == aggregate["queue_max_pkts"]
+    assert [c.get_label() for c in queue_axes.collections] == ["drops"]
+
     # A redelivered message for the finished run does nothing.
     from workers.lifecycle import execute
 
