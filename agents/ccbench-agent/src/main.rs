@@ -122,3 +122,88 @@ fn main() {
         common::exit_with(e);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn send_takes_the_contract_flags() {
+        let cli = Cli::try_parse_from([
+            "ccbench-agent",
+            "send",
+            "--dst",
+            "10.2.1.1:5001",
+            "--cc",
+            "reno",
+            "--duration-s",
+            "20",
+            "--interval-ms",
+            "10",
+            "--out",
+            "send.jsonl",
+            "--start-at",
+            "1763880000.5",
+            "--flow-id",
+            "3",
+        ])
+        .unwrap();
+        let Command::Send {
+            dst,
+            cc,
+            duration_s,
+            interval_ms,
+            start_at,
+            flow_id,
+            ..
+        } = cli.command
+        else {
+            panic!("not send");
+        };
+        assert_eq!(dst, "10.2.1.1:5001".parse().unwrap());
+        assert_eq!((cc.as_str(), duration_s, interval_ms), ("reno", 20.0, 10));
+        assert_eq!((start_at, flow_id), (Some(1_763_880_000.5), 3));
+    }
+
+    #[test]
+    fn defaults_and_refusals() {
+        let cli = Cli::try_parse_from([
+            "ccbench-agent",
+            "recv",
+            "--listen",
+            "10.2.1.1:5001",
+            "--out",
+            "r.jsonl",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Recv {
+                interval_ms: 10,
+                duration_s: None,
+                ..
+            }
+        ));
+        // A missing required flag, a bad address, an unknown subcommand.
+        for args in [
+            &[
+                "ccbench-agent",
+                "send",
+                "--dst",
+                "10.2.1.1:5001",
+                "--out",
+                "x",
+            ][..],
+            &["ccbench-agent", "recv", "--listen", "nowhere", "--out", "x"],
+            &["ccbench-agent", "bounce"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+        }
+    }
+}

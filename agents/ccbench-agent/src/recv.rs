@@ -40,9 +40,11 @@ pub fn run(args: RecvArgs) -> Result<(), AgentError> {
     let listener = TcpListener::bind(args.listen)
         .map_err(|e| AgentError::usage(format!("cannot listen on {}: {e}", args.listen)))?;
     listener.set_nonblocking(true)?;
+    // The bound address: with port 0 the kernel picked one.
+    let bound = listener.local_addr()?;
     println!(
         "{}",
-        json!({"event": "listening", "addr": args.listen.to_string()})
+        json!({"event": "listening", "addr": bound.to_string()})
     );
     std::io::stdout().flush()?;
 

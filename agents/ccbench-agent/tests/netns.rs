@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_ccbench-agent");
 
@@ -62,6 +62,32 @@ impl Drop for Pair {
     }
 }
 
+/// A child process that is killed when dropped, so a failing test leaves nothing running.
+struct Running(Option<Child>);
+
+impl Running {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let mut child = self.0.take().unwrap();
+        // SAFETY: plain kill(2) on our child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -96,8 +122,8 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
         "10:", "pfifo", "limit", "50",
     ]);
     let (recv_out, send_out, q_out) = (tmp("recv.jsonl"), tmp("send.jsonl"), tmp("q.jsonl"));
-    let mut recv = pair
-        .exec(
+    let mut recv = Running(Some(
+        pair.exec(
             &pair.a,
             &[
                 AGENT,
@@ -112,16 +138,17 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
         )
         .stdout(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap(),
+    ));
     let mut first = String::new();
     std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(recv.stdout.as_mut().unwrap()),
+        &mut std::io::BufReader::new(recv.child().stdout.as_mut().unwrap()),
         &mut first,
     )
     .unwrap();
     assert!(first.contains("\"listening\""), "{first}");
-    let mut qmon = pair
-        .exec(
+    let qmon = Running(Some(
+        pair.exec(
             &pair.b,
             &[
                 AGENT,
@@ -133,7 +160,8 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
             ],
         )
         .spawn()
-        .unwrap();
+        .unwrap(),
+    ));
     let status = pair
         .exec(
             &pair.b,
@@ -157,10 +185,8 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
         .status()
         .unwrap();
     assert!(status.success());
-    for child in [&mut recv, &mut qmon] {
-        // SAFETY: plain kill(2) on our child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        assert!(child.wait().unwrap().success());
+    for child in [recv, qmon] {
+        assert!(child.terminate().success());
     }
 
     let sent = lines(&send_out);
@@ -173,6 +199,14 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
     assert!(samples
         .iter()
         .all(|s| s["flow"] == 4 && s["cwnd_pkts"].as_u64().unwrap() > 0));
+    // Sampled on an absolute schedule: the median spacing is the interval.
+    let mut gaps: Vec<f64> = samples
+        .windows(2)
+        .map(|w| w[1]["ts"].as_f64().unwrap() - w[0]["ts"].as_f64().unwrap())
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    let median = gaps[gaps.len() / 2];
+    assert!((0.009..=0.011).contains(&median), "median gap {median}");
     let summary = sent.last().unwrap();
     assert_eq!(summary["type"], "summary");
     assert_eq!(summary["cc"], "reno");
@@ -206,6 +240,128 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
     for f in [recv_out, send_out, q_out] {
         let _ = std::fs::remove_file(f);
     }
+}
+
+#[test]
+fn two_senders_one_receiver_common_start_and_sigterm() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let pair = Pair::new("many");
+    let recv_out = tmp("many-recv.jsonl");
+    let send_outs = [tmp("many-send0.jsonl"), tmp("many-send1.jsonl")];
+    // Port 0: the listening line names the port the kernel picked.
+    let mut recv = Running(Some(
+        pair.exec(
+            &pair.a,
+            &[
+                AGENT,
+                "recv",
+                "--listen",
+                "10.77.0.1:0",
+                "--out",
+                recv_out.to_str().unwrap(),
+                "--interval-ms",
+                "20",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    ));
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(recv.child().stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let listening: Value = serde_json::from_str(&first).unwrap();
+    let addr = listening["addr"].as_str().unwrap().to_string();
+    assert!(
+        addr.starts_with("10.77.0.1:") && !addr.ends_with(":0"),
+        "{addr}"
+    );
+    let start_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 0.5;
+    let start_arg = format!("{start_at:.6}");
+    let senders: Vec<Running> = send_outs
+        .iter()
+        .enumerate()
+        .map(|(i, out)| {
+            let flow = i.to_string();
+            let cc = ["cubic", "reno"][i];
+            Running(Some(
+                pair.exec(
+                    &pair.b,
+                    &[
+                        AGENT,
+                        "send",
+                        "--dst",
+                        &addr,
+                        "--cc",
+                        cc,
+                        "--duration-s",
+                        "30",
+                        "--interval-ms",
+                        "10",
+                        "--start-at",
+                        &start_arg,
+                        "--flow-id",
+                        &flow,
+                        "--out",
+                        out.to_str().unwrap(),
+                    ],
+                )
+                .spawn()
+                .unwrap(),
+            ))
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SIGTERM stops a sender cleanly: exit 0, output flushed, summary written.
+    for sender in senders {
+        assert!(sender.terminate().success());
+    }
+    assert!(recv.terminate().success());
+    for (i, out) in send_outs.iter().enumerate() {
+        let sent = lines(out);
+        let summary = sent.last().unwrap();
+        assert_eq!(summary["type"], "summary");
+        assert_eq!(summary["flow"], i as u64);
+        assert_eq!(summary["cc"], ["cubic", "reno"][i]);
+        let start = summary["start_ts"].as_f64().unwrap();
+        assert!(
+            start >= start_at && start < start_at + 0.05,
+            "started {start}, asked {start_at}"
+        );
+        let ran = summary["end_ts"].as_f64().unwrap() - start;
+        assert!((0.8..=1.3).contains(&ran), "ran {ran} s");
+        assert!(summary["bytes_acked"].as_u64().unwrap() > 1_000_000);
+        let samples = sent.iter().filter(|l| l["type"] == "tcp_info").count();
+        assert!((70..=140).contains(&samples), "{samples} samples");
+        let _ = std::fs::remove_file(out);
+    }
+    let received = lines(&recv_out);
+    for conn in [0u64, 1] {
+        let of_conn = |kind: &str| {
+            received
+                .iter()
+                .filter(|l| l["type"] == kind && l["conn"] == conn)
+                .count()
+        };
+        assert!(of_conn("recv") > 10, "conn {conn}");
+        assert_eq!(of_conn("close"), 1, "conn {conn}");
+    }
+    // A `recv` line only for a connection that got bytes in that interval.
+    assert!(received
+        .iter()
+        .filter(|l| l["type"] == "recv")
+        .all(|l| l["bytes"].as_u64().unwrap() > 0));
+    let _ = std::fs::remove_file(recv_out);
 }
 
 #[test]

@@ -39,6 +39,8 @@ enum AqmKind {
 #[derive(Subcommand)]
 enum Command {
     /// Emulate one direction of a link for the packets of an NFQUEUE queue.
+    /// (`delay` is an alias: without a rate it is a pure delay line.)
+    #[command(alias = "delay")]
     Run(RunArgs),
 }
 
@@ -335,6 +337,7 @@ fn run(
         queue.verdict(id, NF_ACCEPT);
     }
     queue.flush_verdicts()?;
+    let verdict_errors = queue.verdict_errors;
     drop(queue);
     if let Some(out) = emu.log.as_mut() {
         out.flush()?;
@@ -346,7 +349,7 @@ fn run(
             "packets": c.packets, "bytes": c.bytes, "forwarded": c.forwarded,
             "dropped_full": c.dropped_full, "dropped_red": c.dropped_red,
             "dropped_loss": c.dropped_loss, "max_qlen_pkts": c.max_qlen_pkts,
-            "overruns": c.overruns,
+            "overruns": c.overruns, "verdict_errors": verdict_errors,
             "late_us_p50": emu.lateness.percentile(50.0),
             "late_us_p99": emu.lateness.percentile(99.0),
             "late_us_max": emu.lateness.percentile(100.0),
@@ -384,5 +387,100 @@ fn main() {
     });
     if let Err(e) = result {
         exit_with(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_a_link_and_the_delay_alias() {
+        let cli = Cli::try_parse_from([
+            "ccbench-link",
+            "run",
+            "--queue-num",
+            "2",
+            "--rate-bps",
+            "10000000",
+            "--delay-us",
+            "20000",
+            "--buffer-pkts",
+            "33",
+            "--aqm",
+            "red",
+            "--stats-out",
+            "s.json",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command;
+        assert_eq!(
+            (args.queue_num, args.rate_bps, args.delay_us),
+            (2, Some(10_000_000), 20_000)
+        );
+        let cfg = build_config(&args).unwrap();
+        assert!(matches!(cfg.aqm, Aqm::Red(_)));
+        assert!(matches!(cfg.buffer, Some(Buffer::Packets(33))));
+        let cli = Cli::try_parse_from([
+            "ccbench-link",
+            "delay",
+            "--queue-num",
+            "1",
+            "--delay-us",
+            "500",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command;
+        let cfg = build_config(&args).unwrap();
+        assert!(matches!(cfg.rate, Rate::Unlimited) && cfg.delay_us == 500 && cfg.buffer.is_none());
+    }
+
+    #[test]
+    fn conflicting_flags_are_refused() {
+        for args in [
+            &[
+                "ccbench-link",
+                "run",
+                "--queue-num",
+                "1",
+                "--rate-bps",
+                "1",
+                "--trace",
+                "t",
+            ][..],
+            &[
+                "ccbench-link",
+                "run",
+                "--queue-num",
+                "1",
+                "--buffer-pkts",
+                "1",
+                "--buffer-bytes",
+                "1",
+            ],
+            &["ccbench-link", "run", "--queue-num", "70000"],
+            &["ccbench-link", "run"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn lateness_percentiles() {
+        let mut late = Lateness::default();
+        assert_eq!(late.percentile(50.0), None);
+        for us in (1..=100).rev() {
+            late.record(Duration::from_micros(us));
+        }
+        assert_eq!(late.percentile(0.0), Some(1));
+        assert_eq!(late.percentile(50.0), Some(51));
+        assert_eq!(late.percentile(99.0), Some(99));
+        assert_eq!(late.percentile(100.0), Some(100));
     }
 }

@@ -53,6 +53,10 @@ pub struct NfQueue {
     seq: u32,
     recv_buf: Vec<u8>,
     verdicts: Vec<u8>,
+    /// Packets that arrived while a configuration request waited for its acknowledgement.
+    pending: Vec<Packet>,
+    /// Verdicts the kernel refused (see `parse_packets`).
+    pub verdict_errors: u64,
 }
 
 fn align4(n: usize) -> usize {
@@ -91,8 +95,19 @@ fn u32_at(b: &[u8], o: usize) -> u32 {
     u32::from_ne_bytes(b[o..o + 4].try_into().unwrap())
 }
 
-/// Parse the NFQNL_MSG_PACKET messages in one datagram.
-pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> io::Result<()> {
+/// What one datagram held besides packets.
+#[derive(Debug, Default, PartialEq)]
+pub struct Parsed {
+    /// Error acknowledgements: (sequence number, errno).
+    pub errors: Vec<(u32, i32)>,
+}
+
+/// Parse the NFQNL_MSG_PACKET messages in one datagram (appended to `out`) and collect the
+/// error messages. Verdicts are sent with sequence number 0 and no ACK flag, so an error with
+/// seq 0 is a refused verdict, typically ENOENT for a packet the kernel already flushed (its
+/// device went down): not fatal, the packet is gone either way.
+pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> Parsed {
+    let mut parsed = Parsed::default();
     let mut o = 0;
     while o + NLMSG_HDRLEN <= datagram.len() {
         let len = u32_at(datagram, o) as usize;
@@ -100,11 +115,15 @@ pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> io::Result<()> {
             break;
         }
         let kind = u16_at(datagram, o + 4);
-        if kind == NLMSG_ERROR {
+        if kind == NLMSG_ERROR && len >= NLMSG_HDRLEN + 4 {
             let errno = -(u32_at(datagram, o + NLMSG_HDRLEN) as i32);
-            if errno != 0 {
-                return Err(io::Error::from_raw_os_error(errno));
-            }
+            // The error message echoes the header of the request it answers.
+            let seq = if len >= 2 * NLMSG_HDRLEN + 4 {
+                u32_at(datagram, o + NLMSG_HDRLEN + 4 + 8)
+            } else {
+                0
+            };
+            parsed.errors.push((seq, errno));
         } else if kind == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET {
             let body = &datagram[o + NLMSG_HDRLEN + NFGEN_HDRLEN..o + len];
             let mut packet = Packet {
@@ -141,7 +160,7 @@ pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> io::Result<()> {
         }
         o += align4(len);
     }
-    Ok(())
+    parsed
 }
 
 impl NfQueue {
@@ -184,6 +203,8 @@ impl NfQueue {
             seq: 0,
             recv_buf: vec![0u8; 1 << 20],
             verdicts: Vec::with_capacity(64 * 1024),
+            pending: Vec::new(),
+            verdict_errors: 0,
         };
         q.config(NFQA_CFG_CMD, &[NFQNL_CFG_CMD_BIND, 0, 0, 0])?;
         let mut params = (MAX_COPY as u32).to_be_bytes().to_vec();
@@ -208,21 +229,33 @@ impl NfQueue {
         put_attr(&mut buf, attr, data);
         finish(&mut buf, start);
         self.send(&buf)?;
-        // Wait for the acknowledgement (an NLMSG_ERROR carrying 0 or the errno).
+        // Wait for the acknowledgement (an NLMSG_ERROR carrying 0 or the errno). Once bound,
+        // packets may already arrive: keep them for the next `recv_packets`.
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
         loop {
-            self.wait(Some(Duration::from_secs(2)))?;
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no answer from nfnetlink",
+                ));
+            }
+            self.wait(Some(left))?;
             let n = self.recv_raw()?;
             if n == 0 {
                 continue;
             }
-            let reply = &self.recv_buf[..n];
-            if u16_at(reply, 4) == NLMSG_ERROR {
-                let errno = -(u32_at(reply, NLMSG_HDRLEN) as i32);
-                return if errno == 0 {
-                    Ok(())
+            let datagram = std::mem::take(&mut self.recv_buf);
+            let parsed = parse_packets(&datagram[..n], &mut self.pending);
+            self.recv_buf = datagram;
+            for (seq, errno) in parsed.errors {
+                if seq != self.seq {
+                    self.verdict_errors += u64::from(errno != 0);
+                } else if errno == 0 {
+                    return Ok(());
                 } else {
-                    Err(io::Error::from_raw_os_error(errno))
-                };
+                    return Err(io::Error::from_raw_os_error(errno));
+                }
             }
         }
     }
@@ -272,13 +305,14 @@ impl NfQueue {
     /// Append the packets waiting now (up to `max` datagrams) to `out`.
     pub fn recv_packets(&mut self, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
         let before = out.len();
+        out.append(&mut self.pending);
         for _ in 0..max {
             let n = self.recv_raw()?;
             if n == 0 {
                 break;
             }
-            let datagram = self.recv_buf[..n].to_vec();
-            parse_packets(&datagram, out)?;
+            let parsed = parse_packets(&self.recv_buf[..n], out);
+            self.verdict_errors += parsed.errors.iter().filter(|(_, e)| *e != 0).count() as u64;
         }
         Ok(out.len() - before)
     }
@@ -384,8 +418,29 @@ mod tests {
             finish(&mut buf, start);
         }
         let mut out = Vec::new();
-        parse_packets(&buf, &mut out).unwrap();
+        assert_eq!(parse_packets(&buf, &mut out), Parsed::default());
         assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(out[1].head(), &[0x45, 0, 0, 84]);
+    }
+
+    #[test]
+    fn refused_verdicts_are_reported_not_fatal() {
+        // NLMSG_ERROR { error: -ENOENT, the verdict's header (seq 0) } then a packet.
+        let mut buf = Vec::new();
+        buf.extend_from_slice(&36u32.to_ne_bytes());
+        buf.extend_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        buf.extend_from_slice(&[0u8; 10]);
+        buf.extend_from_slice(&(-libc::ENOENT).to_ne_bytes());
+        let mut echoed = Vec::new();
+        let start = put_header(&mut echoed, NFQNL_MSG_VERDICT, 1, 0, 0, 7);
+        finish(&mut echoed, start);
+        buf.extend_from_slice(&echoed[..NLMSG_HDRLEN]);
+        let start = put_header(&mut buf, NFQNL_MSG_PACKET, 0, 0, 2, 0);
+        put_attr(&mut buf, NFQA_PACKET_HDR, &[0, 0, 0, 9, 8, 0, 1]);
+        finish(&mut buf, start);
+        let mut out = Vec::new();
+        let parsed = parse_packets(&buf, &mut out);
+        assert_eq!(parsed.errors, [(0, libc::ENOENT)]);
+        assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), [9]);
     }
 }

@@ -109,3 +109,101 @@ fn delays_packets_by_the_configured_time() {
     assert!(counters["late_us_p99"].as_u64().unwrap() < 1000);
     let _ = std::fs::remove_file(stats);
 }
+
+/// A device going down flushes the packets the kernel holds for the queue; the verdicts that
+/// follow are refused (ENOENT). The emulator counts them and keeps running.
+#[test]
+fn survives_held_packets_flushed_by_a_device_going_down() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (network namespaces, NFQUEUE)");
+        return;
+    }
+    let id = std::process::id();
+    let a = Netns(format!("ccbt-flush-a-{id}"));
+    let b = Netns(format!("ccbt-flush-b-{id}"));
+    for ns in [&a, &b] {
+        assert!(run(&["ip", "netns", "add", &ns.0]).status.success());
+    }
+    let veth = [
+        "ip", "link", "add", "va", "netns", &a.0, "type", "veth", "peer", "name", "vb", "netns",
+        &b.0,
+    ];
+    assert!(run(&veth).status.success());
+    for (ns, dev, addr) in [(&a, "va", "10.76.0.1/24"), (&b, "vb", "10.76.0.2/24")] {
+        assert!(run(&["ip", "-n", &ns.0, "addr", "add", addr, "dev", dev])
+            .status
+            .success());
+        assert!(run(&["ip", "-n", &ns.0, "link", "set", dev, "up"])
+            .status
+            .success());
+    }
+    let stats = std::env::temp_dir().join(format!("ccbt-flush-{id}.json"));
+    let mut link = common::spawn_link(
+        &a.0,
+        &[
+            "run",
+            "--queue-num",
+            "4",
+            "--delay-us",
+            "400000",
+            "--stats-out",
+            stats.to_str().unwrap(),
+        ],
+    );
+    let rule = [
+        "ip",
+        "netns",
+        "exec",
+        &a.0,
+        "iptables",
+        "-w",
+        "-A",
+        "OUTPUT",
+        "-o",
+        "va",
+        "-j",
+        "NFQUEUE",
+        "--queue-num",
+        "4",
+    ];
+    assert!(run(&rule).status.success());
+    let ping = [
+        "ip",
+        "netns",
+        "exec",
+        &a.0,
+        "ping",
+        "-c",
+        "3",
+        "-i",
+        "0.05",
+        "-W",
+        "1",
+        "10.76.0.2",
+    ];
+    let mut pinger = common::Running(Some(
+        Command::new(ping[0])
+            .args(&ping[1..])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    assert!(run(&["ip", "-n", &a.0, "link", "set", "va", "down"])
+        .status
+        .success());
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(
+        link.child().try_wait().unwrap().is_none(),
+        "the emulator exited"
+    );
+    let _ = pinger.child().wait();
+    common::stop_link(link);
+    let counters: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    // Every echo request was still held (400 ms) when the device went down.
+    assert_eq!(counters["packets"], 3);
+    assert_eq!(counters["forwarded"], 3);
+    assert_eq!(counters["verdict_errors"], 3);
+    let _ = std::fs::remove_file(stats);
+}

@@ -120,11 +120,13 @@ fn rate_and_drop_tail_buffer_are_exact() {
         "--queue-num",
         "5",
     ]);
-    let mut server = Command::new("ip")
-        .args(["netns", "exec", &a, "iperf3", "-s", "-1", "-B", "10.78.0.1"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = common::Running(Some(
+        Command::new("ip")
+            .args(["netns", "exec", &a, "iperf3", "-s", "-1", "-B", "10.78.0.1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
     std::thread::sleep(std::time::Duration::from_millis(300));
     ok(&[
         "ip",
@@ -142,7 +144,7 @@ fn rate_and_drop_tail_buffer_are_exact() {
         "-t",
         "2",
     ]);
-    let _ = server.wait();
+    let _ = server.child().wait();
     common::stop_link(link);
 
     let records = read_log(&log);
