@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report
 
 install:
 	scripts/install.sh
@@ -40,3 +40,6 @@ bench-orchestration:
 
 bench-link:
 	$(PY) -m bench.link
+
+bench-analysis:
+	$(PY) -m bench.analysis

@@ -52,14 +52,43 @@ def test_hand_computed_queue(tmp_path: Path) -> None:
     # Waiting behind others: 0, 1 and 2 ms.
     assert m["queue_delay_mean_s"] == pytest.approx(0.001)
     assert m["busy_rate_bps"] is None  # under a second of backlog: not measurable
-    assert m["release_late_us_p50"] == pytest.approx(10)
+    assert m["release_late_us_p50"] == 10  # lateness 10, 30, 0 µs
+    assert m["release_late_us_mean"] == pytest.approx(40 / 3)
     # Back-to-back spacing: released 1020 and 970 µs apart instead of 1000 (errors 20, 30;
-    # p99 interpolates to 20 + 0.99 * 10).
-    assert m["spacing_error_us_p99"] == pytest.approx(29.9)
-    assert m["series"]["qlen_pkts"][-1] == 0
+    # percentiles are nearest-rank over whole microseconds).
+    assert m["spacing_error_us_p99"] == 30
+    # The series: the queue each arrival found (plus itself when it joined), drops so far.
+    assert m["series"]["qlen_pkts"] == [1, 2, 3, 3]
+    assert m["series"]["drops"] == [0, 0, 0, 1]
 
 
 def test_not_a_packet_log(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"nope")
     with pytest.raises(PacketLogError, match="not a ccbench-link packet log"):
         read_packet_log(tmp_path / "x.bin")
+
+
+def test_chunked_analysis_matches_the_whole_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streaming in chunks (bounded memory) gives the same numbers as one pass."""
+    from ccbench.analysis import packetlog
+
+    rows = []
+    departure = 0
+    for k in range(500):
+        arrival = k * 700  # faster than 1000 µs per packet: a queue builds, then drops
+        if k % 7 == 3:
+            rows.append((arrival, 0, 0, 5, 1500, 1))
+            continue
+        departure = max(arrival, departure) + 1000
+        rows.append((arrival, departure, departure + 5 + k % 3, 2, 1500, 0))
+    path = tmp_path / "link.bin"
+    write_log(path, rows)
+    _, records = read_packet_log(path)
+    window = (T0 / 1e6 + 0.01, T0 / 1e6 + 0.3)
+    whole = queue_metrics(records, *window, 12e6)
+    monkeypatch.setattr(packetlog, "CHUNK_RECORDS", 37)
+    chunked = queue_metrics(records, *window, 12e6)
+    assert whole.pop("series") and chunked.pop("series")
+    assert chunked == pytest.approx(whole)

@@ -6,6 +6,7 @@ The file is memory-mapped, so a long run's log is read column by column without 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,111 +55,177 @@ def read_packet_log(path: Path) -> tuple[dict[str, Any], npt.NDArray[Any]]:
     return header, records
 
 
+# Records analysed at a time: memory stays bounded whatever the log's length.
+CHUNK_RECORDS = 1 << 20
+# Timing errors (µs) are counted in a histogram up to this value; larger ones in the last bin.
+HISTOGRAM_US = 100_000
+
+
+class _Histogram:
+    """Exact percentiles of non-negative integer microseconds in bounded memory."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(HISTOGRAM_US + 1, dtype=np.int64)
+        self.total = 0
+        self.sum = 0.0
+
+    def add(self, values_us: npt.NDArray[np.int64]) -> None:
+        clipped = np.clip(values_us, 0, HISTOGRAM_US)
+        self.counts += np.bincount(clipped, minlength=HISTOGRAM_US + 1)
+        self.total += len(values_us)
+        self.sum += float(values_us.sum())
+
+    def percentile(self, p: float) -> float | None:
+        if self.total == 0:
+            return None
+        rank = int(np.ceil(p / 100 * self.total))
+        return float(np.searchsorted(np.cumsum(self.counts), max(rank, 1)))
+
+    def mean(self) -> float | None:
+        return self.sum / self.total if self.total else None
+
+
+def _header_size(path: Path) -> tuple[dict[str, Any], int]:
+    with path.open("rb") as handle:
+        head = handle.read(12)
+        if len(head) < 12 or head[:8] != MAGIC:
+            raise PacketLogError(f"{path.name} is not a ccbench-link packet log")
+        size = int.from_bytes(head[8:12], "little")
+        return json.loads(handle.read(size)), 12 + size
+
+
+def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[Any]]]:
+    """(header, record count, chunks): reads CHUNK_RECORDS at a time into fresh arrays, so
+    the resident memory stays bounded however long the log is."""
+    header, offset = _header_size(path)
+    count = (path.stat().st_size - offset) // RECORD.itemsize
+
+    def chunks() -> Iterator[npt.NDArray[Any]]:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            for _ in range(0, count, CHUNK_RECORDS):
+                yield np.fromfile(handle, dtype=RECORD, count=CHUNK_RECORDS)
+
+    return header, count, chunks()
+
+
+def queue_metrics_from_file(
+    path: Path, start_s: float, end_s: float, capacity_bps: float, delay_us: int = 0
+) -> dict[str, Any]:
+    _, count, chunks = iter_chunks(path)
+    return queue_metrics(chunks, start_s, end_s, capacity_bps, delay_us, total=count)
+
+
 def queue_metrics(
-    records: npt.NDArray[Any],
+    records: npt.NDArray[Any] | Iterable[npt.NDArray[Any]],
     start_s: float,
     end_s: float,
     capacity_bps: float,
     delay_us: int = 0,
+    series_points: int = 2000,
+    total: int | None = None,
 ) -> dict[str, Any]:
-    """Exact bottleneck metrics over the window [start_s, end_s) (Unix seconds).
+    """Exact bottleneck metrics over the window [start_s, end_s) (Unix seconds), streaming over
+    the log in chunks.
 
     queue length = packets that arrived and have not finished transmission (as the emulator
-    counts its buffer); queue_mean_pkts is its time average over the window; queueing delay of
-    a packet = departure - arrival - its own transmission time at capacity_bps."""
+    counts its buffer); queue_mean_pkts is its time average over the window, i.e.
+    sum_i |[max(a_i, w0), min(d_i, w1)]| / (w1 - w0) over forwarded packets i; the queue peaks
+    right after an arrival, at the length it saw plus itself; queueing delay of a packet =
+    departure - arrival - its own transmission time at capacity_bps. Timing fidelity: release
+    lateness = release - departure - delay; spacing error = |release gap - departure gap| of
+    back-to-back packets (the next arrived before the previous one had left)."""
     w0, w1 = int(start_s * 1e6), int(end_s * 1e6)
     window_s = (w1 - w0) / 1e6
-    arrival = records["arrival_us"]
-    fate = records["fate"]
-    forwarded = records[fate == FORWARDED]
-    in_window = (arrival >= w0) & (arrival < w1)
-    arrivals = int(np.count_nonzero(in_window))
-    drops = int(np.count_nonzero(in_window & (fate != FORWARDED)))
-    full_drops = int(np.count_nonzero(in_window & (fate == DROPPED_FULL)))
+    arrivals = drops = full_drops = 0
+    queue_integral = sent_bytes = busy_bytes = busy_us = 0.0
+    wait_sum, wait_count = 0.0, 0
+    max_queue: float | None = None
+    max_bytes: float | None = None
+    late, spacing = _Histogram(), _Histogram()
+    previous: tuple[int, int, int] | None = None  # (departure, release, arrival) carried over
+    if isinstance(records, np.ndarray):
+        total = len(records)
+        array = records
+        chunks: Iterable[npt.NDArray[Any]] = (
+            array[b : b + CHUNK_RECORDS] for b in range(0, len(array), CHUNK_RECORDS)
+        )
+    else:
+        chunks = records
+    step = max(1, -(-(total or 0) // series_points))
+    sample_t: list[int] = []
+    sample_q: list[int] = []
+    sample_drops: list[int] = []
+    drops_before = 0
+    begin = 0
+    for chunk in chunks:
+        arrival = chunk["arrival_us"].astype(np.int64)
+        fate = chunk["fate"]
+        forwarded = fate == FORWARDED
+        in_window = (arrival >= w0) & (arrival < w1)
+        arrivals += int(np.count_nonzero(in_window))
+        dropped = in_window & ~forwarded
+        drops += int(np.count_nonzero(dropped))
+        full_drops += int(np.count_nonzero(in_window & (fate == DROPPED_FULL)))
 
-    # Queue length over time: +1 at each forwarded arrival, -1 at its departure.
-    times = np.concatenate([forwarded["departure_us"], forwarded["arrival_us"]]).astype(np.int64)
-    steps = np.concatenate([-np.ones(len(forwarded), np.int64), np.ones(len(forwarded), np.int64)])
-    order = np.argsort(times, kind="stable")  # departures first at equal times
-    times, queue = times[order], np.cumsum(steps[order])
-    mean_queue, max_queue = _time_average(times, queue, w0, w1)
-
-    departed = (forwarded["departure_us"] >= w0) & (forwarded["departure_us"] < w1)
-    sent_bytes = float(forwarded["len"][departed].astype(np.float64).sum())
-    fw_window = forwarded[(forwarded["arrival_us"] >= w0) & (forwarded["arrival_us"] < w1)]
-    tx_us = fw_window["len"].astype(np.float64) * 8e6 / capacity_bps
-    waits = (fw_window["departure_us"].astype(np.float64) - fw_window["arrival_us"]) - tx_us
-    # Rate while backlogged, measured on the actual release times: consecutive packets where
-    # the next arrived before the previous one had left, so the link never idled between them.
-    dep = forwarded["departure_us"].astype(np.int64)
-    rel = forwarded["release_us"].astype(np.int64)
-    backlogged = (
-        (forwarded["arrival_us"][1:].astype(np.int64) < dep[:-1])
-        & (dep[:-1] >= w0)
-        & (dep[1:] < w1)
-    )
-    release_gaps = (rel[1:] - rel[:-1])[backlogged]
-    gaps_us = float(release_gaps.sum())
-    busy_bytes = float(forwarded["len"][1:][backlogged].astype(np.float64).sum())
-    # Fidelity: how far actual release spacing strays from the model's transmission spacing,
-    # and how late packets left against their scheduled time (departure + delay).
-    spacing_error = np.abs(release_gaps - (dep[1:] - dep[:-1])[backlogged])
-    in_w = (dep >= w0) & (dep < w1)
-    late = (rel - dep - int(delay_us))[in_w]
+        fw = chunk[forwarded]
+        a = fw["arrival_us"].astype(np.int64)
+        d = fw["departure_us"].astype(np.int64)
+        r = fw["release_us"].astype(np.int64)
+        length = fw["len"].astype(np.float64)
+        queue_integral += float(np.clip(np.minimum(d, w1) - np.maximum(a, w0), 0, None).sum())
+        departed = (d >= w0) & (d < w1)
+        sent_bytes += float(length[departed].sum())
+        arrived = (a >= w0) & (a < w1)
+        if np.any(arrived):
+            peak = float((fw["qlen_pkts"][arrived].astype(np.int64) + 1).max())
+            max_queue = peak if max_queue is None else max(max_queue, peak)
+            peak_b = float((fw["qlen_bytes"][arrived].astype(np.int64) + fw["len"][arrived]).max())
+            max_bytes = peak_b if max_bytes is None else max(max_bytes, peak_b)
+            waits = (d - a)[arrived] - length[arrived] * 8e6 / capacity_bps
+            wait_sum += float(waits.sum())
+            wait_count += int(np.count_nonzero(arrived))
+        late.add((r - d - int(delay_us))[departed])
+        # Back-to-back pairs, including the one across the chunk boundary.
+        if previous is not None and len(fw):
+            d = np.concatenate([[previous[0]], d])
+            r = np.concatenate([[previous[1]], r])
+            a = np.concatenate([[previous[2]], a])
+            length = np.concatenate([[0.0], length])
+        if len(d) > 1:
+            backlogged = (a[1:] < d[:-1]) & (d[:-1] >= w0) & (d[1:] < w1)
+            gaps = (r[1:] - r[:-1])[backlogged]
+            busy_us += float(gaps.sum())
+            busy_bytes += float(length[1:][backlogged].sum())
+            spacing.add(np.abs(gaps - (d[1:] - d[:-1])[backlogged]))
+        if len(d):
+            previous = (int(d[-1]), int(r[-1]), int(a[-1]))
+        # Down-sampled queue series: the queue each sampled arrival found, and drops so far.
+        picked = np.arange((-begin) % step, len(chunk), step)
+        cumulative_drops = drops_before + np.cumsum(~forwarded)
+        sample_t += arrival[picked].tolist()
+        sample_q += (chunk["qlen_pkts"][picked].astype(np.int64) + forwarded[picked]).tolist()
+        sample_drops += cumulative_drops[picked].tolist()
+        drops_before = int(cumulative_drops[-1]) if len(chunk) else drops_before
+        begin += len(chunk)
+    order = np.argsort(sample_t, kind="stable")
     return {
         "utilization": 8 * sent_bytes / (capacity_bps * window_s) if window_s > 0 else None,
-        "queue_mean_pkts": mean_queue,
+        "queue_mean_pkts": queue_integral / (w1 - w0) if w1 > w0 else None,
         "queue_max_pkts": max_queue,
-        "queue_max_bytes": float(fw_window["qlen_bytes"].max() + fw_window["len"].max())
-        if len(fw_window)
-        else None,
-        "queue_delay_mean_s": float(waits.mean()) / 1e6 if len(waits) else None,
+        "queue_max_bytes": max_bytes,
+        "queue_delay_mean_s": wait_sum / wait_count / 1e6 if wait_count else None,
         "drops": drops,
         "full_drops": full_drops,
         "loss_rate": drops / arrivals if arrivals else None,
-        "busy_rate_bps": 8e6 * busy_bytes / gaps_us if gaps_us >= 1e6 else None,
-        "spacing_error_us_p99": _pct(spacing_error, 99),
-        "release_late_us_mean": float(late.mean()) if len(late) else None,
-        "release_late_us_p50": _pct(late, 50),
-        "release_late_us_p99": _pct(late, 99),
-        "series": _series(records, times, queue),
-    }
-
-
-def _pct(values: npt.NDArray[Any], p: float) -> float | None:
-    return float(np.percentile(values, p)) if len(values) else None
-
-
-def _time_average(
-    times: npt.NDArray[np.int64], queue: npt.NDArray[np.int64], w0: int, w1: int
-) -> tuple[float | None, float | None]:
-    if w1 <= w0:
-        return None, None
-    # Queue level before the window, then every change inside it.
-    before = np.searchsorted(times, w0, side="right")
-    level0 = int(queue[before - 1]) if before > 0 else 0
-    inside = slice(before, np.searchsorted(times, w1, side="left"))
-    t = np.concatenate([[w0], times[inside], [w1]]).astype(np.float64)
-    q = np.concatenate([[level0], queue[inside]]).astype(np.float64)
-    mean = float((q * np.diff(t)).sum() / (w1 - w0))
-    return mean, float(q.max())
-
-
-def _series(
-    records: npt.NDArray[Any],
-    times: npt.NDArray[np.int64],
-    queue: npt.NDArray[np.int64],
-    limit: int = 2000,
-) -> dict[str, list[Any]]:
-    """Queue length after each change and cumulative drops, down-sampled to `limit` points."""
-    if len(times) == 0:
-        return {"ts": [], "qlen_pkts": [], "drops": []}
-    step = max(1, -(-len(times) // limit))
-    picked_t = times[::step]
-    dropped_at = np.sort(records["arrival_us"][records["fate"] != FORWARDED].astype(np.int64))
-    drops = np.searchsorted(dropped_at, picked_t, side="right")
-    return {
-        "ts": (picked_t / 1e6).round(6).tolist(),
-        "qlen_pkts": queue[::step].tolist(),
-        "drops": drops.tolist(),
+        "busy_rate_bps": 8e6 * busy_bytes / busy_us if busy_us >= 1e6 else None,
+        "spacing_error_us_p99": spacing.percentile(99),
+        "release_late_us_mean": late.mean(),
+        "release_late_us_p50": late.percentile(50),
+        "release_late_us_p99": late.percentile(99),
+        "series": {
+            "ts": [round(sample_t[k] / 1e6, 6) for k in order],
+            "qlen_pkts": [sample_q[k] for k in order],
+            "drops": [sample_drops[k] for k in order],
+        },
     }
