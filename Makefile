@@ -43,3 +43,6 @@ bench-link:
 
 bench-analysis:
 	$(PY) -m bench.analysis
+
+bench-report:
+	$(PY) -m bench.report
