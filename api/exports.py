@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections import defaultdict
 from typing import Any, Literal
 
@@ -21,36 +22,63 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-def export_csv(report: ExperimentReport, table: Table) -> str:
-    """`runs`: one row per run with its axes and aggregate metrics; `flows`: one row per flow
-    with its run's axes and the flow's metrics."""
-    out = io.StringIO()
-    writer = csv.writer(out)
+def export_rows(report: ExperimentReport, table: Table) -> tuple[list[str], list[list[Any]]]:
+    """(columns, rows) of a table. `runs`: one row per run with its axes and aggregate
+    metrics; `flows`: one row per flow with its run's axes and the flow's metrics. Axis values
+    are written as text (an axis may mix types)."""
     axes = report.axes
+    rows: list[list[Any]] = []
     if table == "runs":
         metrics = list(AggregateMetrics.model_fields)
-        writer.writerow(["run_id", "status", "point_index", "repetition", "seed", *axes, *metrics])
+        columns = ["run_id", "status", "point_index", "repetition", "seed", *axes, *metrics]
         for run in report.runs:
             values = run.aggregate.model_dump() if run.aggregate else {}
-            writer.writerow([run.run_id, run.status, run.point_index, run.repetition,
-                             _cell(run.seed), *(_cell(run.axis_values.get(a)) for a in axes),
-                             *(_cell(values.get(k)) for k in metrics)])  # fmt: skip
-    else:
-        columns: list[str] = []
-        for run in report.runs:
-            for flow in run.flows:
-                for key in flow.model_dump():
-                    if key not in columns and key not in ("flow", "algorithm"):
-                        columns.append(key)
-        writer.writerow(["run_id", "status", "point_index", "repetition", *axes, "flow",
-                         "algorithm", *columns])  # fmt: skip
-        for run in report.runs:
-            for flow in run.flows:
-                values = flow.model_dump()
-                row = [run.run_id, run.status, run.point_index, run.repetition]
-                row += [_cell(run.axis_values.get(a)) for a in axes]
-                row += [flow.flow, flow.algorithm, *(_cell(values.get(c)) for c in columns)]
-                writer.writerow(row)
+            rows.append([run.run_id, run.status, run.point_index, run.repetition, run.seed,
+                         *(_axis_text(run.axis_values.get(a)) for a in axes),
+                         *(values.get(k) for k in metrics)])  # fmt: skip
+        return columns, rows
+    flow_columns: list[str] = []
+    for run in report.runs:
+        for flow in run.flows:
+            for key in flow.model_dump():
+                if key not in flow_columns and key not in ("flow", "algorithm"):
+                    flow_columns.append(key)
+    columns = ["run_id", "status", "point_index", "repetition", *axes, "flow", "algorithm",
+               *flow_columns]  # fmt: skip
+    for run in report.runs:
+        for flow in run.flows:
+            values = flow.model_dump()
+            row: list[Any] = [run.run_id, run.status, run.point_index, run.repetition]
+            row += [_axis_text(run.axis_values.get(a)) for a in axes]
+            row += [flow.flow, flow.algorithm, *(values.get(c) for c in flow_columns)]
+            rows.append(row)
+    return columns, rows
+
+
+def _axis_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def export_csv(report: ExperimentReport, table: Table) -> str:
+    columns, rows = export_rows(report, table)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    writer.writerows([[_cell(v) for v in row] for row in rows])
+    return out.getvalue()
+
+
+def export_parquet(report: ExperimentReport, table: Table) -> bytes:
+    """The same table as Parquet (columns typed from their values; nulls kept)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns, rows = export_rows(report, table)
+    arrow = pa.table({name: [row[i] for row in rows] for i, name in enumerate(columns)})
+    out = io.BytesIO()
+    pq.write_table(arrow, out)
     return out.getvalue()
 
 

@@ -88,9 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true")
     compare.add_argument("--plot", type=Path, metavar="FILE", help="also draw it (PNG, SVG, PDF)")
     compare.set_defaults(func=cmd_compare)
-    export = sub.add_parser("export", help="an experiment's runs or flows as CSV on stdout")
+    export = sub.add_parser("export", help="an experiment's runs or flows as CSV or Parquet")
     export.add_argument("id")
     export.add_argument("--table", choices=["runs", "flows"], default="runs")
+    export.add_argument("--format", choices=["csv", "parquet"], default="csv")
+    export.add_argument("--output", "-o", type=Path, help="file to write (default: stdout, CSV)")
     export.set_defaults(func=cmd_export)
     cancel = sub.add_parser("cancel", help="cancel an experiment")
     cancel.add_argument("id")
@@ -388,8 +390,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    text = _client().get(f"/v1/experiments/{args.id}/export.csv", params={"table": args.table})
-    sys.stdout.write(str(text))
+    if args.format == "parquet" and args.output is None:
+        raise ClientError("--format parquet writes a binary file: give --output FILE")
+    data = _client().download(
+        f"/v1/experiments/{args.id}/export.{args.format}", params={"table": args.table}
+    )
+    if args.output is None:
+        sys.stdout.write(data.decode())
+    else:
+        args.output.write_bytes(data)
+        print(f"wrote {args.output} ({len(data):,} bytes)", file=sys.stderr)
     return 0
 
 

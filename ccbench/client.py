@@ -48,7 +48,8 @@ class Client:
         headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
         self._http = httpx.Client(base_url=config.api_url, headers=headers, timeout=timeout_s)
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The response of a request; clear errors when the API is unreachable or refuses."""
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
@@ -69,9 +70,17 @@ class Client:
             if errors:
                 detail += "".join(f"\n  - {e['field']}: {e['reason']}" for e in errors)
             raise ClientError(f"{method} {path} failed ({response.status_code}): {detail}")
+        return response
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """JSON, or text for other content types."""
+        response = self.send(method, path, **kwargs)
         if not response.headers.get("content-type", "").startswith("application/json"):
             return response.text
         return response.json()
+
+    def download(self, path: str, **kwargs: Any) -> bytes:
+        return self.send("GET", path, **kwargs).content
 
     def get(self, path: str, **kwargs: Any) -> Any:
         return self.request("GET", path, **kwargs)

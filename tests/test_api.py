@@ -349,3 +349,21 @@ def test_compare_metric_against_axes_and_export_csv(
         .splitlines()
     )
     assert len(flows_csv) == 13 and "goodput_bps" in flows_csv[0].split(",")
+
+    import io
+
+    import pyarrow.parquet as pq
+
+    parquet = client.get(
+        f"/v1/experiments/{exp_id}/export.parquet", params={"table": "runs"}, headers=auth(token)
+    )
+    assert parquet.status_code == 200
+    table = pq.read_table(io.BytesIO(parquet.content))
+    assert table.num_rows == 12
+    assert table.schema.field("utilization").type == "double"
+    assert table.schema.field("repetition").type == "int64"
+    assert sorted(set(table.column("topology.bottleneck.buffer").to_pylist())) == [
+        "0.5bdp",
+        "1bdp",
+        "2bdp",
+    ]

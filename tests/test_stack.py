@@ -127,6 +127,14 @@ def test_cli_says_when_the_api_is_unreachable_or_the_token_is_wrong(
         assert "topology.bottleneck.buffer=2bdp: 0.9 ± 0 (n=1)" in compared.stdout
         exported = ccbench(env, "export", experiment_id, "--table", "flows")
         assert exported.returncode == 0 and len(exported.stdout.strip().splitlines()) == 5
+        parquet_file = tmp_path / "runs.parquet"
+        written = ccbench(
+            env, "export", experiment_id, "--format", "parquet", "-o", str(parquet_file)
+        )
+        assert written.returncode == 0, written.stderr
+        assert parquet_file.read_bytes()[:4] == b"PAR1"
+        refused = ccbench(env, "export", experiment_id, "--format", "parquet")
+        assert refused.returncode == 1 and "--output FILE" in refused.stderr
     finally:
         api.terminate()
         api.wait(10)

@@ -3,7 +3,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, status
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
@@ -15,7 +15,7 @@ from api.experiments.schemas import (
     Page,
     RunSummary,
 )
-from api.exports import Comparison, Table, compare, export_csv
+from api.exports import Comparison, Table, compare, export_csv, export_parquet
 from api.reports import build_experiment_report
 from ccbench.db.models import Experiment
 from ccbench.settings import get_settings
@@ -133,6 +133,23 @@ def experiment_export(
     experiment = service.get_experiment(session, team, experiment_id)
     text = export_csv(build_experiment_report(session, experiment), table)
     return PlainTextResponse(text, media_type="text/csv")
+
+
+@router.get(
+    "/{experiment_id}/export.parquet",
+    response_class=Response,
+    responses={200: {"content": {"application/vnd.apache.parquet": {}}}},
+)
+def experiment_export_parquet(
+    experiment_id: str,
+    session: DbSession,
+    team: CurrentTeam,
+    table: Annotated[Table, Query(description="runs or flows")] = "runs",
+) -> Response:
+    """The experiment's runs or flows as Parquet, axes as columns."""
+    experiment = service.get_experiment(session, team, experiment_id)
+    data = export_parquet(build_experiment_report(session, experiment), table)
+    return Response(data, media_type="application/vnd.apache.parquet")
 
 
 @router.get("/{experiment_id}/report", response_model=ExperimentReport)

@@ -1,0 +1,233 @@
+"""The sandbox driven through its own interfaces (plan.json and `run_sandbox`), without a spec or a
+database: raw accuracy of the emulated dumbbell, cancellation, the deadline, start failures, and
+the plan and topology as the two Pythons see them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ccbench.settings import REPO_ROOT, get_settings
+from tests.hoststate import HostState
+from workers.testbeds.mininet.plan import FlowPlan, LinkPlan, Plan
+from workers.testbeds.mininet.runner import SandboxResult, run_sandbox
+from workers.testbeds.mininet.topology import chain
+
+RATE_BPS = 10e6
+DELAY_S = 0.020
+BUFFER_PKTS = 33  # 1 BDP: 10 Mbit/s x 40 ms = 50 000 B = 33 packets of 1500 B
+PAYLOAD = 1448 / 1500  # goodput per bit on the wire: 20 B IP, 20 B TCP, 12 B timestamps
+SKIP_S = 2.0
+
+
+def dumbbell(
+    run_dir: Path,
+    duration_s: float,
+    link_mechanism: str = "tc",
+    delay_mechanism: str = "auto",
+    algorithms: tuple[str, ...] = ("reno", "cubic"),
+) -> Plan:
+    return Plan(
+        run_id="runner-test",
+        run_dir=str(run_dir.resolve()),
+        agents_dir=str(Path(get_settings().agents_dir).resolve()),
+        duration_s=duration_s,
+        sampling_interval_s=0.01,
+        seed=123,
+        links=[LinkPlan(RATE_BPS, DELAY_S, buffer_pkts=BUFFER_PKTS, buffer_bytes=None)],
+        flows=[FlowPlan(i, alg, 0.0, duration_s) for i, alg in enumerate(algorithms)],
+        link_mechanism=link_mechanism,
+        delay_mechanism=delay_mechanism,
+    )
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# --- no root needed ---------------------------------------------------------------------------
+
+
+def test_plan_round_trips_through_the_system_python(tmp_path: Path) -> None:
+    plan = dumbbell(tmp_path, 6.0)
+    assert Plan.from_json(plan.to_json()) == plan
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from workers.testbeds.mininet.plan import Plan;"
+        "print(Plan.from_json(sys.stdin.read()).to_json())"
+    )
+    out = subprocess.run(
+        ["/usr/bin/python3", "-c", script, str(REPO_ROOT)],
+        input=plan.to_json(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert Plan.from_json(out) == plan
+    with pytest.raises(ValueError, match="exactly one of buffer_pkts and buffer_bytes"):
+        Plan.from_json(plan.to_json().replace('"buffer_bytes": null', '"buffer_bytes": 50000'))
+
+
+def test_dumbbell_addresses_and_routes() -> None:
+    topo = chain(1, [(0, 1), (0, 1)])
+    assert topo.routers == ["r1", "r2"] and topo.senders == ["s1", "s2"]
+    addresses = {(end.node, end.name): end.address for w in topo.wires for end in (w.a, w.b)}
+    assert addresses[("r1", "r1-r2")] == "10.0.0.1/30"
+    assert addresses[("r2", "r2-r1")] == "10.0.0.2/30"
+    for i in (1, 2):
+        assert addresses[(f"s{i}", f"s{i}-eth0")] == f"10.1.{i}.1/24"
+        assert addresses[("r1", f"r1-s{i}")] == f"10.1.{i}.254/24"
+        assert addresses[(f"d{i}", f"d{i}-eth0")] == f"10.2.{i}.1/24"
+        assert addresses[("r2", f"r2-d{i}")] == f"10.2.{i}.254/24"
+    routes = {(r.node, r.destination): r.via for r in topo.routes}
+    assert routes[("s1", "default")] == "10.1.1.254" and routes[("d2", "default")] == "10.2.2.254"
+    assert routes[("r1", "10.2.1.0/24")] == "10.0.0.2"
+    assert routes[("r2", "10.1.2.0/24")] == "10.0.0.1"
+    assert topo.link_interface(0) == "r1-r2"
+
+
+# --- real sandboxes ---------------------------------------------------------------------------
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("link_mechanism", ["tc", "emulator"])
+def test_dumbbell_rate_rtt_and_buffer(tmp_path: Path, link_mechanism: str) -> None:
+    before = HostState.capture()
+    duration = 6.0
+    events: list[dict[str, Any]] = []
+    result = run_sandbox(
+        dumbbell(tmp_path, duration, link_mechanism),
+        on_event=events.append,
+        should_cancel=lambda: False,
+        deadline_s=60,
+    )
+    assert result.status == "done", result.describe()
+    assert result.returncode == 0 and result.message is None
+    phases = [e["phase"] for e in events if e["event"] == "phase"]
+    assert phases == ["provisioning", "running", "collecting"]
+    assert events[-1] == {"event": "done"}
+    assert sum(e["event"] == "progress" for e in events) >= duration - 1
+    for name in ("provenance.json", "sandbox.log", "plan.json"):
+        assert (tmp_path / name).exists(), name
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    t0 = float(provenance["start_ts"])
+    assert provenance["link_mechanism"] == link_mechanism
+    assert provenance["mininet_version"] and provenance["capabilities"]["kernel"]
+    assert all(c["rc"] in (0, None) for c in provenance["commands"] if "ethtool" not in c["cmd"])
+
+    # Base RTT 2 x 20 ms: the smallest RTT the kernel measured (plus one 1500 B packet's
+    # serialization, 1.2 ms at 10 Mbit/s, and the delay line's sub-millisecond lateness).
+    for i in (0, 1):
+        samples = [s for s in lines(tmp_path / f"flow-{i}.send.jsonl") if s["type"] == "tcp_info"]
+        assert len(samples) >= 0.8 * duration / 0.01
+        min_rtt = min(s["min_rtt_s"] for s in samples if s["min_rtt_s"])
+        assert 2 * DELAY_S <= min_rtt <= 2 * DELAY_S * 1.05, (i, min_rtt)
+        assert min(s["srtt_s"] for s in samples if s["srtt_s"]) >= 2 * DELAY_S
+        assert lines(tmp_path / f"flow-{i}.send.jsonl")[-1]["type"] == "summary"
+
+    # Aggregate goodput after the start-up: the bottleneck rate times the payload share.
+    start, end = t0 + SKIP_S, t0 + duration - 0.5
+    received = sum(
+        r["bytes"]
+        for i in (0, 1)
+        for r in lines(tmp_path / f"flow-{i}.recv.jsonl")
+        if r["type"] == "recv" and start < r["ts"] <= end
+    )
+    goodput = received * 8 / (end - start)
+    assert goodput == pytest.approx(RATE_BPS * PAYLOAD, rel=0.05)
+
+    # The drop-tail buffer held at most its 33 packets and was used.
+    if link_mechanism == "tc":
+        leaf = [q for q in lines(tmp_path / "qdisc.jsonl") if q["kind"] == "pfifo"]
+        assert leaf and {q["handle"] for q in leaf} == {"10:"}
+        assert max(q["qlen_pkts"] for q in leaf) <= BUFFER_PKTS
+        assert leaf[-1]["drops"] > 0 or max(q["qlen_pkts"] for q in leaf) >= BUFFER_PKTS // 2
+        assert any("pfifo limit 33" in c["cmd"] and c["rc"] == 0 for c in provenance["commands"])
+        mechanism = provenance["delay_mechanism"]
+        assert mechanism in ("netem", "nfqueue")
+        if mechanism == "nfqueue":
+            for direction in ("data", "ack"):
+                assert (tmp_path / f"delay-{direction}.json").exists()
+    else:
+        stats = json.loads((tmp_path / "link-0-data.json").read_text())
+        assert stats["max_qlen_pkts"] <= BUFFER_PKTS
+        assert stats["dropped_full"] > 0 or stats["max_qlen_pkts"] >= BUFFER_PKTS // 2
+        assert (tmp_path / "link-0-data.bin").exists() and (tmp_path / "link-0-ack.json").exists()
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def _stopped_run(tmp_path: Path, cancel_after_s: float | None, deadline_s: float) -> SandboxResult:
+    """A 30 s run stopped by cancellation (cancel_after_s after it started running) or by its
+    deadline; returns the result after checking how fast it stopped and what it left."""
+    before = HostState.capture()
+    running_at: list[float] = []
+    stop_requested: list[float] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event.get("phase") == "running":
+            running_at.append(time.monotonic())
+
+    def should_cancel() -> bool:
+        if cancel_after_s is None or not running_at:
+            return False
+        if time.monotonic() - running_at[0] < cancel_after_s:
+            return False
+        stop_requested.append(time.monotonic())
+        return True
+
+    started = time.monotonic()
+    result = run_sandbox(
+        dumbbell(tmp_path, 30.0, "emulator"),
+        on_event=on_event,
+        should_cancel=should_cancel,
+        deadline_s=deadline_s,
+    )
+    ended = time.monotonic()
+    assert running_at, "the run never started running"
+    stop = stop_requested[0] if stop_requested else started + deadline_s
+    assert ended - stop < 3.0
+    assert result.duration_s == pytest.approx(ended - started, abs=0.5)
+    assert HostState.capture().leftovers_since(before) == []
+    return result
+
+
+@pytest.mark.root
+def test_cancel_mid_run_stops_everything(tmp_path: Path) -> None:
+    result = _stopped_run(tmp_path, cancel_after_s=1.5, deadline_s=120)
+    assert result.status == "cancelled" and result.describe() == "cancelled"
+
+
+@pytest.mark.root
+def test_deadline_stops_a_run_that_overruns(tmp_path: Path) -> None:
+    result = _stopped_run(tmp_path, cancel_after_s=None, deadline_s=4.0)
+    assert result.status == "timeout"
+    assert "time limit" in result.describe()
+
+
+@pytest.mark.root
+def test_demanded_netem_fails_clearly_when_missing(tmp_path: Path) -> None:
+    events: list[dict[str, Any]] = []
+    plan = dumbbell(tmp_path, 4.0, link_mechanism="tc", delay_mechanism="netem")
+    result = run_sandbox(plan, events.append, lambda: False, deadline_s=60)
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    if provenance["capabilities"]["netem"]:
+        pytest.skip("this kernel has netem")
+    assert result.status == "error" and result.returncode == 1
+    assert result.message is not None and "this kernel has no netem" in result.message
+    assert events[-1] == {"event": "error", "message": result.message}
+    assert not (tmp_path / "flow-0.send.jsonl").exists()
+
+
+@pytest.mark.root
+def test_sandbox_that_cannot_start_is_an_error(tmp_path: Path) -> None:
+    plan = dumbbell(tmp_path, 4.0)
+    result = run_sandbox(
+        plan, lambda e: None, lambda: False, deadline_s=30, sandbox_python="/nonexistent/python3"
+    )
+    assert result.status == "error" and result.returncode not in (0, None)
+    assert result.message is not None and "/nonexistent/python3" in result.message
