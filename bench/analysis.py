@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.figures import figure as emit
 from ccbench.analysis.packetlog import MAGIC, RECORD, queue_metrics_from_file, read_packet_log
 
 RATE_BPS = 1e9
@@ -71,12 +72,8 @@ def measure(path: Path) -> dict[str, Any]:
             "drops": metrics["drops"]}  # fmt: skip
 
 
-def figure(name: str, value: float, unit: str, target: str | None = None) -> None:
-    line: dict[str, Any] = {"bench": "analysis", "figure": name, "value": round(value, 4),
-                            "unit": unit}  # fmt: skip
-    if target is not None:
-        line["target"] = target
-    print(json.dumps(line), flush=True)
+def figure(name: str, value: float | None, unit: str, target: str | None = None) -> None:
+    emit("analysis", name, value, unit, target)
 
 
 def main(argv: list[str] | None = None) -> int:

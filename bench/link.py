@@ -20,8 +20,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
+from bench.figures import figure as emit
 from ccbench.analysis.packetlog import queue_metrics, read_packet_log
 from ccbench.analysis.run import analyze_run
 from ccbench.settings import get_settings
@@ -33,15 +33,7 @@ DELAY_S = 0.020
 
 
 def figure(name: str, value: float | None, unit: str, target: str | None = None) -> None:
-    line: dict[str, Any] = {
-        "bench": "link",
-        "figure": name,
-        "unit": unit,
-        "value": None if value is None else round(value, 4),
-    }
-    if target is not None:
-        line["target"] = target
-    print(json.dumps(line), flush=True)
+    emit("link", name, value, unit, target)
 
 
 def label(rate_bps: float) -> str:

@@ -13,31 +13,23 @@ SQLite broker, ~9 ms for Redis). Needs root and the built agents.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import yaml
+
+from bench.figures import figure as emit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO_ROOT / "schemas" / "examples" / "dumbbell-reno-vs-cubic.yaml"
 
 
-def figure(name: str, value: float, unit: str, target: str | None = None) -> None:
-    line: dict[str, Any] = {
-        "bench": "orchestration",
-        "figure": name,
-        "value": round(value, 4),
-        "unit": unit,
-    }
-    if target is not None:
-        line["target"] = target
-    print(json.dumps(line), flush=True)
+def figure(name: str, value: float | None, unit: str, target: str | None = None) -> None:
+    emit("orchestration", name, value, unit, target)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,23 +8,19 @@ the test harness does.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from typing import Any
+
+from bench.figures import figure as emit
 
 REQUESTS = 30
 
 
-def figure(name: str, value: float, unit: str, target: str | None = None) -> None:
-    line: dict[str, Any] = {"bench": "report", "figure": name, "value": round(value, 4),
-                            "unit": unit}  # fmt: skip
-    if target is not None:
-        line["target"] = target
-    print(json.dumps(line), flush=True)
+def figure(name: str, value: float | None, unit: str, target: str | None = None) -> None:
+    emit("report", name, value, unit, target)
 
 
 def p95(values: list[float]) -> float:
