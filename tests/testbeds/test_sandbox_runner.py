@@ -4,6 +4,7 @@ the plan and topology as the two Pythons see them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import time
@@ -50,6 +51,14 @@ def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def leftovers(before: HostState, run_dir: Path) -> list[str]:
+    """What the test left on the host. Processes count only when they are this test's (their
+    command line names its run directory): other test sessions may run sandboxes meanwhile."""
+    after = HostState.capture()
+    mine = frozenset(p for p in after.processes if str(run_dir) in p)
+    return dataclasses.replace(after, processes=before.processes | mine).leftovers_since(before)
+
+
 # --- no root needed ---------------------------------------------------------------------------
 
 
@@ -71,6 +80,8 @@ def test_plan_round_trips_through_the_system_python(tmp_path: Path) -> None:
     assert Plan.from_json(out) == plan
     with pytest.raises(ValueError, match="exactly one of buffer_pkts and buffer_bytes"):
         Plan.from_json(plan.to_json().replace('"buffer_bytes": null', '"buffer_bytes": 50000'))
+    with pytest.raises(ValueError, match="delay_mechanism applies to link_mechanism tc only"):
+        dumbbell(tmp_path, 6.0, link_mechanism="emulator", delay_mechanism="netem")
 
 
 def test_dumbbell_addresses_and_routes() -> None:
@@ -158,7 +169,7 @@ def test_dumbbell_rate_rtt_and_buffer(tmp_path: Path, link_mechanism: str) -> No
         assert stats["max_qlen_pkts"] <= BUFFER_PKTS
         assert stats["dropped_full"] > 0 or stats["max_qlen_pkts"] >= BUFFER_PKTS // 2
         assert (tmp_path / "link-0-data.bin").exists() and (tmp_path / "link-0-ack.json").exists()
-    assert HostState.capture().leftovers_since(before) == []
+    assert leftovers(before, tmp_path) == []
 
 
 def _stopped_run(tmp_path: Path, cancel_after_s: float | None, deadline_s: float) -> SandboxResult:
@@ -192,7 +203,7 @@ def _stopped_run(tmp_path: Path, cancel_after_s: float | None, deadline_s: float
     stop = stop_requested[0] if stop_requested else started + deadline_s
     assert ended - stop < 3.0
     assert result.duration_s == pytest.approx(ended - started, abs=0.5)
-    assert HostState.capture().leftovers_since(before) == []
+    assert leftovers(before, tmp_path) == []
     return result
 
 
@@ -231,3 +242,29 @@ def test_sandbox_that_cannot_start_is_an_error(tmp_path: Path) -> None:
     )
     assert result.status == "error" and result.returncode not in (0, None)
     assert result.message is not None and "/nonexistent/python3" in result.message
+
+
+@pytest.mark.root
+def test_agent_that_fails_to_start_is_reported(tmp_path: Path) -> None:
+    """A link emulator that exits instead of printing its ready line: the run fails at once with
+    the emulator's own error, and nothing is left behind."""
+    before = HostState.capture()
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    real = Path(get_settings().agents_dir).resolve()
+    (agents / "ccbench-agent").symlink_to(real / "ccbench-agent")
+    fake = agents / "ccbench-link"
+    fake.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = --version ] && { echo "ccbench-link 0.0.0"; exit 0; }\n'
+        'echo \'{"error": "cannot bind NFQUEUE queue 0"}\' >&2\n'
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    plan = dataclasses.replace(dumbbell(tmp_path / "run", 4.0, "emulator"), agents_dir=str(agents))
+    result = run_sandbox(plan, lambda e: None, lambda: False, deadline_s=30)
+    assert result.status == "error"
+    assert result.message == (
+        'ccbench-link 0 forward on r1 did not start: {"error": "cannot bind NFQUEUE queue 0"}'
+    )
+    assert leftovers(before, tmp_path) == []

@@ -70,6 +70,9 @@ class Plan:
             raise ValueError(f"link_mechanism must be one of {', '.join(LINK_MECHANISMS)}")
         if self.delay_mechanism not in DELAY_MECHANISMS:
             raise ValueError(f"delay_mechanism must be one of {', '.join(DELAY_MECHANISMS)}")
+        if self.link_mechanism != "tc" and self.delay_mechanism != "auto":
+            # The emulator delays packets itself; a demanded mechanism must not be ignored.
+            raise ValueError("delay_mechanism applies to link_mechanism tc only")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -85,6 +85,7 @@ def run_sandbox(
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
+                errors="replace",
                 preexec_fn=_die_with_parent,
             )
         except OSError as exc:
@@ -94,19 +95,28 @@ def run_sandbox(
         reader.start()
         final: dict[str, Any] | None = None
         stopped: Status | None = None
+        eof = False
         try:
             while True:
-                try:
-                    event = events.get(timeout=poll_s)
-                except queue.Empty:
-                    event = None
-                if event is not None:
-                    if event.get("event") in ("done", "error"):
-                        final = event
-                    on_event(event)
-                    continue
-                if proc.poll() is not None and not reader.is_alive() and events.empty():
-                    break
+                if not eof:
+                    try:
+                        event = events.get(timeout=poll_s)
+                    except queue.Empty:
+                        pass
+                    else:
+                        if event is None:  # the reader's end-of-stream mark, after every event
+                            eof = True
+                        else:
+                            if event.get("event") in ("done", "error"):
+                                final = event
+                            on_event(event)
+                        continue
+                else:
+                    # Stdout is closed, the sandbox is exiting: wait for it, not for a poll tick.
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=poll_s)
+                    if proc.returncode is not None:
+                        break
                 if should_cancel():
                     stopped = "cancelled"
                 elif time.monotonic() - started > deadline_s:
@@ -132,13 +142,16 @@ def run_sandbox(
 
 
 def _read_events(proc: subprocess.Popen[str], events: queue.Queue[dict[str, Any] | None]) -> None:
+    """Put each JSON event the sandbox prints, then None (always, even if reading fails)."""
     assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.strip()
-        if not line:
-            continue
-        with contextlib.suppress(ValueError):
-            event = json.loads(line)
-            if isinstance(event, dict):
-                events.put(event)
-    events.put(None)
+    try:
+        for line in proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    events.put(event)
+    finally:
+        events.put(None)

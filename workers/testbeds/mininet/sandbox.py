@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -54,6 +55,15 @@ def cpu_busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float 
     """Share of the host's CPU time that was busy between two cpu_times() readings."""
     total = after[1] - before[1]
     return round((after[0] - before[0]) / total, 4) if total > 0 else None
+
+
+def first_line(proc: subprocess.Popen[str], timeout_s: float) -> str:
+    """The first line a process prints on stdout, or "" if it prints none (or exits) within
+    timeout_s. Agents print their ready line whole, so readline does not block after select."""
+    if proc.stdout is None:
+        return ""
+    readable, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    return proc.stdout.readline() if readable else ""
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -102,12 +112,17 @@ class Sandbox:
         self.commands.append({"node": node, "cmd": " ".join(cmd), "rc": None})
         self.background.append((name, proc))
         if ready is not None:
-            deadline = time.monotonic() + READY_TIMEOUT_S
-            line = proc.stdout.readline() if proc.stdout else ""
-            if ready not in line or time.monotonic() > deadline:
+            line = first_line(proc, READY_TIMEOUT_S)
+            if ready not in line:
                 proc.kill()
+                proc.wait()
                 err = proc.stderr.read() if proc.stderr else ""
-                raise SandboxError(f"{name} on {node} did not start: {err.strip() or line}")
+                reason = (
+                    err.strip()
+                    or line.strip()
+                    or f"no ready line within {READY_TIMEOUT_S:.0f} s (exit code {proc.returncode})"
+                )
+                raise SandboxError(f"{name} on {node} did not start: {reason}")
         return proc
 
     # --- phases -----------------------------------------------------------------------------
@@ -453,10 +468,12 @@ class Sandbox:
         cpu_before = cpu_times()
         emit("phase", phase="running")
         deadline = time.monotonic() + START_MARGIN_S + plan.duration_s + SENDER_GRACE_S
-        while any(p.poll() is None for _, p in senders):
+        while running := [p for _, p in senders if p.poll() is None]:
             if time.monotonic() > deadline:
                 raise SandboxError(f"senders still running {SENDER_GRACE_S:.0f} s after the end")
-            time.sleep(0.2)
+            # Wake as soon as a sender exits (collection starts at once), else every 0.2 s.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                running[0].wait(timeout=0.2)
             elapsed = min(plan.duration_s, max(0.0, time.time() - t0))
             if int(elapsed) != getattr(self, "_last_progress", -1):
                 self._last_progress = int(elapsed)
