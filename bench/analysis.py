@@ -61,11 +61,11 @@ def write_log(path: Path, events: int, seed: int = 1) -> None:
 def measure(path: Path) -> dict[str, Any]:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    header, records = read_packet_log(path)
+    _, records = read_packet_log(path)
     events = len(records)
     first, last = records["arrival_us"][0] / 1e6, records["arrival_us"][-1] / 1e6
     del records  # the metrics stream the file themselves
-    metrics = queue_metrics_from_file(path, first, last, RATE_BPS, int(header["delay_us"]))
+    metrics = queue_metrics_from_file(path, first, last, RATE_BPS)
     seconds = time.perf_counter() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     return {"events": events, "seconds": seconds, "peak_added_mib": peak_kib / 1024,

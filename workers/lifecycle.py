@@ -202,7 +202,7 @@ def analyze(c: Claim, settings: Settings) -> Any:
 
 def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, float]) -> str:
     with session_scope() as session:
-        provenance = _read_provenance(c.run_dir)
+        provenance = _read_provenance(c)
         moved = transition(
             session,
             c.run_id,
@@ -219,14 +219,17 @@ def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, f
     return status.value if moved else "lost"
 
 
-def _read_provenance(run_dir: Path) -> dict[str, Any]:
+def _read_provenance(c: Claim) -> dict[str, Any]:
+    """What the sandbox recorded, plus what only the worker knows: ccbench's version and the
+    run's seed (also on failed and cancelled runs)."""
     import json
 
-    path = run_dir / "provenance.json"
+    path = c.run_dir / "provenance.json"
     provenance: dict[str, Any] = {}
     if path.exists():
         provenance = json.loads(path.read_text())
     provenance["ccbench_version"] = CCBENCH_VERSION
+    provenance["seed"] = c.spec.seed
     return provenance
 
 
@@ -243,8 +246,7 @@ def _store_and_finish(c: Claim, analysis: Any, timings: dict[str, float]) -> str
             )
         for name, data in analysis.series.items():
             session.merge(RunSeries(run_id=c.run_id, name=name, data=data))
-        provenance = _read_provenance(c.run_dir)
-        provenance["seed"] = c.spec.seed
+        provenance = _read_provenance(c)
         # The results are kept either way; a spec that requires its checks fails the run
         # when the network was not what it asked for.
         failed_checks = [ch for ch in analysis.summary.checks if not ch.ok]

@@ -41,13 +41,7 @@ class PacketLogError(Exception):
 
 def read_packet_log(path: Path) -> tuple[dict[str, Any], npt.NDArray[Any]]:
     """(configuration header, records) — records are a read-only memory map."""
-    with path.open("rb") as handle:
-        head = handle.read(12)
-        if len(head) < 12 or head[:8] != MAGIC:
-            raise PacketLogError(f"{path.name} is not a ccbench-link packet log")
-        size = int.from_bytes(head[8:12], "little")
-        header = json.loads(handle.read(size))
-    offset = 12 + size
+    header, offset = read_header(path)
     count = (path.stat().st_size - offset) // RECORD.itemsize
     if count == 0:
         return header, np.zeros(0, dtype=RECORD)
@@ -85,7 +79,8 @@ class _Histogram:
         return self.sum / self.total if self.total else None
 
 
-def _header_size(path: Path) -> tuple[dict[str, Any], int]:
+def read_header(path: Path) -> tuple[dict[str, Any], int]:
+    """(the emulator's configuration, the offset of the first record)."""
     with path.open("rb") as handle:
         head = handle.read(12)
         if len(head) < 12 or head[:8] != MAGIC:
@@ -97,7 +92,7 @@ def _header_size(path: Path) -> tuple[dict[str, Any], int]:
 def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[Any]]]:
     """(header, record count, chunks): reads CHUNK_RECORDS at a time into fresh arrays, so
     the resident memory stays bounded however long the log is."""
-    header, offset = _header_size(path)
+    header, offset = read_header(path)
     count = (path.stat().st_size - offset) // RECORD.itemsize
 
     def chunks() -> Iterator[npt.NDArray[Any]]:
@@ -110,9 +105,12 @@ def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[A
 
 
 def queue_metrics_from_file(
-    path: Path, start_s: float, end_s: float, capacity_bps: float, delay_us: int = 0
+    path: Path, start_s: float, end_s: float, capacity_bps: float
 ) -> dict[str, Any]:
-    _, count, chunks = iter_chunks(path)
+    """queue_metrics over a log file, streamed; the scheduled delay (lateness is measured
+    against it) is the emulator's configured delay plus half its jitter, from the header."""
+    header, count, chunks = iter_chunks(path)
+    delay_us = int(header.get("delay_us", 0)) + int(header.get("jitter_us", 0)) // 2
     return queue_metrics(chunks, start_s, end_s, capacity_bps, delay_us, total=count)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ccbench.analysis import metrics as m
-from ccbench.analysis.packetlog import queue_metrics_from_file, read_packet_log
+from ccbench.analysis.packetlog import queue_metrics_from_file
 from schemas import (
     AggregateMetrics,
     AppliedConditions,
@@ -299,9 +299,7 @@ def _queue_metrics_from_log(
 ) -> dict[str, Any]:
     if not path.exists():
         raise AnalysisError(f"{path.name} (the emulator's packet log) is missing")
-    header, _ = read_packet_log(path)
-    delay_us = int(header.get("delay_us", 0)) + int(header.get("jitter_us", 0)) // 2
-    metrics = queue_metrics_from_file(path, window.start, window.end, capacity_bps, delay_us)
+    metrics = queue_metrics_from_file(path, window.start, window.end, capacity_bps)
     raw = metrics.pop("series")
     metrics["series"] = {
         "t_s": [round(ts - t0, 6) for ts in raw["ts"]],

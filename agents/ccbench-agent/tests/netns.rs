@@ -63,6 +63,35 @@ impl Drop for Pair {
 }
 
 /// A child process that is killed when dropped, so a failing test leaves nothing running.
+/// Start a receiver in the pair's first namespace; returns it and its `listening` line.
+fn start_recv(pair: &Pair, listen: &str, out: &Path, interval_ms: &str) -> (Running, String) {
+    let mut recv = Running(Some(
+        pair.exec(
+            &pair.a,
+            &[
+                AGENT,
+                "recv",
+                "--listen",
+                listen,
+                "--out",
+                out.to_str().unwrap(),
+                "--interval-ms",
+                interval_ms,
+            ],
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    ));
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(recv.child().stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    (recv, first)
+}
+
 struct Running(Option<Child>);
 
 impl Running {
@@ -122,30 +151,7 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
         "10:", "pfifo", "limit", "50",
     ]);
     let (recv_out, send_out, q_out) = (tmp("recv.jsonl"), tmp("send.jsonl"), tmp("q.jsonl"));
-    let mut recv = Running(Some(
-        pair.exec(
-            &pair.a,
-            &[
-                AGENT,
-                "recv",
-                "--listen",
-                "10.77.0.1:5001",
-                "--out",
-                recv_out.to_str().unwrap(),
-                "--interval-ms",
-                "10",
-            ],
-        )
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap(),
-    ));
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(recv.child().stdout.as_mut().unwrap()),
-        &mut first,
-    )
-    .unwrap();
+    let (recv, first) = start_recv(&pair, "10.77.0.1:5001", &recv_out, "10");
     assert!(first.contains("\"listening\""), "{first}");
     let qmon = Running(Some(
         pair.exec(
@@ -252,30 +258,7 @@ fn two_senders_one_receiver_common_start_and_sigterm() {
     let recv_out = tmp("many-recv.jsonl");
     let send_outs = [tmp("many-send0.jsonl"), tmp("many-send1.jsonl")];
     // Port 0: the listening line names the port the kernel picked.
-    let mut recv = Running(Some(
-        pair.exec(
-            &pair.a,
-            &[
-                AGENT,
-                "recv",
-                "--listen",
-                "10.77.0.1:0",
-                "--out",
-                recv_out.to_str().unwrap(),
-                "--interval-ms",
-                "20",
-            ],
-        )
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap(),
-    ));
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(recv.child().stdout.as_mut().unwrap()),
-        &mut first,
-    )
-    .unwrap();
+    let (recv, first) = start_recv(&pair, "10.77.0.1:0", &recv_out, "20");
     let listening: Value = serde_json::from_str(&first).unwrap();
     let addr = listening["addr"].as_str().unwrap().to_string();
     assert!(
