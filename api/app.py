@@ -1,11 +1,14 @@
 """The FastAPI application."""
 
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
 
 from api.errors import install_error_handlers
 from api.experiments.endpoints import router as experiments_router
 from api.runs.endpoints import router as runs_router
 from api.teams.endpoints import router as teams_router
+from api.web.pages import install_page_handlers
+from api.web.pages import router as pages_router
 from ccbench.version import CCBENCH_VERSION
 
 
@@ -20,6 +23,12 @@ def create_app() -> FastAPI:
     app.include_router(teams_router)
     app.include_router(experiments_router)
     app.include_router(runs_router)
+    app.include_router(pages_router)
+    install_page_handlers(app)
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/ui/experiments", status_code=303)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:

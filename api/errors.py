@@ -1,10 +1,11 @@
 """One error root; one handler turns every ccbench error into an HTTP response."""
 
+from html import escape
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from schemas.matrix import field_path
 
@@ -47,14 +48,27 @@ class ValidationFailed(CCBenchError):
     code = "validation_error"
 
 
+def error_page(exc: CCBenchError) -> HTMLResponse:
+    """Errors of the result pages (/ui/...), as a page a browser shows."""
+    return HTMLResponse(
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{exc.status_code} · "
+        f"ccbench</title><link rel=icon href='data:,'></head><body><h1>{exc.status_code}</h1>"
+        f"<p class=error>{escape(exc.message)}</p><p><a href='/ui/experiments'>experiments</a>"
+        "</p></body></html>",
+        status_code=exc.status_code,
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CCBenchError)
-    async def _ccbench_error(_request: Request, exc: CCBenchError) -> JSONResponse:
+    async def _ccbench_error(request: Request, exc: CCBenchError) -> Response:
+        if request.url.path.startswith("/ui/"):
+            return error_page(exc)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
         return JSONResponse(exc.body(), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _request_validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _request_validation(request: Request, exc: RequestValidationError) -> Response:
         errors = []
         for err in exc.errors():
             loc = list(err.get("loc", ()))
@@ -66,4 +80,6 @@ def install_error_handlers(app: FastAPI) -> None:
             errors.append({"field": field_path(loc) or where, "reason": err.get("msg", "invalid")})
         summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
         failed = ValidationFailed(f"invalid request: {summary}", errors=errors)
+        if request.url.path.startswith("/ui/"):
+            return error_page(failed)
         return JSONResponse(failed.body(), status_code=422)

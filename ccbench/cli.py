@@ -153,7 +153,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 1
     print(
         f"ccbench embedded stack ready: API http://{settings.api_host}:{settings.api_port} "
-        f"(docs at /docs), worker running; state in {settings.state_dir}"
+        f"(docs at /docs), worker running; state in {settings.state_dir}\n"
+        f"result pages: http://{settings.api_host}:{settings.api_port}/ui/ "
+        f"(log in with the token in {cli_config_path(settings)})"
     )
     if args.detach:
         return 0

@@ -16,6 +16,7 @@ PACKAGES=(
   python3 python3-venv python3-dev build-essential pkg-config
   mininet iproute2 iptables nftables ethtool iperf3 iputils-ping procps psmisc util-linux
   postgresql redis-server
+  chromium chromium-driver
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -58,7 +58,8 @@ def test_embedded_stack_runs_the_example(tmp_path: Path) -> None:
         assert plotted.returncode == 0, plotted.stderr
         drawn = sorted(p.name for p in (tmp_path / "figures").iterdir())
         assert drawn == [
-            f"run-1-{n}.png" for n in sorted(["cwnd", "goodput", "queue", "rtt", "rtt_vs_cwnd"])
+            f"run-1-{n}.png"
+            for n in sorted(["cwnd", "fairness", "goodput", "queue", "rtt", "rtt_vs_cwnd"])
         ]
         report = json.loads(ccbench(env, "report", experiment_id, "--json").stdout)
         [run] = report["runs"]

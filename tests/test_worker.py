@@ -153,7 +153,7 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     from ccbench.plots.figures import run_figures
 
     figures = run_figures(detail)
-    assert set(figures) == {"goodput", "rtt", "cwnd", "rtt_vs_cwnd", "queue"}
+    assert set(figures) == {"goodput", "rtt", "cwnd", "rtt_vs_cwnd", "queue", "fairness"}
     labels = [line.get_label() for line in figures["goodput"].axes[0].get_lines()]
     assert labels == ["flow 0 reno", "flow 1 cubic"]
     cwnd_labels = [line.get_label() for line in figures["cwnd"].axes[0].get_lines()]

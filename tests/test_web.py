@@ -1,0 +1,252 @@
+"""The result pages (/ui): login, experiment list, experiment report with its comparison figure,
+run report with its figures. Server-side behaviour through the ASGI app on the test database;
+the pages themselves in Debian's headless Chromium against a real embedded stack that ran a
+real matrix, with no console error allowed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from api.app import app
+from ccbench.settings import REPO_ROOT
+from tests.hoststate import HostState
+from tests.services import free_port
+from tests.test_api import auth, finish_runs_with, matrix
+from tests.test_stack import ccbench, embedded_env
+
+
+def logged_in(token: str) -> TestClient:
+    client = TestClient(app, follow_redirects=False)
+    response = client.post("/ui/login", data={"token": token, "next": "/ui/experiments"})
+    assert response.status_code == 303 and response.headers["location"] == "/ui/experiments"
+    return client
+
+
+def figure_data(html: str) -> list[dict[str, Any]]:
+    """The Plotly figures a page carries, as the browser script will read them."""
+    blocks = re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html, re.S)
+    return [json.loads(b.replace("<\\/", "</")) for b in blocks]
+
+
+def test_pages_need_a_login_and_refuse_a_bad_token(team_token: tuple[str, str]) -> None:
+    client = TestClient(app, follow_redirects=False)
+    response = client.get("/ui/experiments?status=done")
+    assert response.status_code == 303
+    assert response.headers["location"] == "/ui/login?next=/ui/experiments%3Fstatus%3Ddone"
+
+    refused = client.post("/ui/login", data={"token": "ccb_wrong", "next": "/ui/experiments"})
+    assert refused.status_code == 401 and "token: invalid or revoked" in refused.text
+    assert "ccbench_token" not in refused.headers.get("set-cookie", "")
+    empty = client.post("/ui/login", data={"token": ""})
+    assert empty.status_code == 401 and "token: missing" in empty.text
+
+    # The login never redirects off-site.
+    outside = client.post("/ui/login", data={"token": team_token[1], "next": "//evil.example/"})
+    assert outside.status_code == 303 and outside.headers["location"] == "/ui/"
+    assert "httponly" in outside.headers["set-cookie"].lower()
+
+    client = logged_in(team_token[1])
+    assert client.get("/ui/experiments").status_code == 200
+    assert client.post("/ui/logout").status_code == 303
+    assert client.get("/ui/experiments").status_code == 303
+
+
+def test_experiment_pages_show_the_matrix_and_escape_names(
+    team_token: tuple[str, str], unique: str
+) -> None:
+    api = TestClient(app)
+    spec = matrix(["reno", "cubic"], ["0.5bdp", "1bdp"], 1)
+    spec["name"] = f"<script>alert(1)</script>-{unique}"
+    created = api.post("/v1/experiments", json=spec, headers=auth(team_token[1]))
+    assert created.status_code == 201, created.text
+    experiment_id = created.json()["id"]
+    finish_runs_with(experiment_id, lambda run: 0.5 if run.axis_values[
+        "topology.bottleneck.buffer"] == "0.5bdp" else 0.9)  # fmt: skip
+
+    client = logged_in(team_token[1])
+    listing = client.get("/ui/experiments", params={"name": unique})
+    assert listing.status_code == 200
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in listing.text
+    assert "<script>alert(1)" not in listing.text
+    assert f'href="/ui/experiments/{experiment_id}"' in listing.text
+    assert "default-src 'self'" in listing.headers["content-security-policy"]
+
+    page = client.get(f"/ui/experiments/{experiment_id}")
+    assert page.status_code == 200
+    [figure] = figure_data(page.text)
+    # Defaults: utilization against the first axis, a series per value of the second.
+    assert figure["layout"]["xaxis"]["title"]["text"] == "flows[*].algorithm"
+    series = {t["name"]: t["y"] for t in figure["data"]}
+    assert series == {
+        "topology.bottleneck.buffer = 0.5bdp": [0.5, 0.5],
+        "topology.bottleneck.buffer = 1bdp": [0.9, 0.9],
+    }
+    assert page.text.count('href="/ui/runs/') == 4
+
+    chosen = client.get(
+        f"/ui/experiments/{experiment_id}",
+        params={"metric": "utilization", "x": "topology.bottleneck.buffer", "by": ""},
+    )
+    [figure] = figure_data(chosen.text)
+    assert [(t["name"], t["x"], t["y"]) for t in figure["data"]] == [
+        ("all runs", ["0.5bdp", "1bdp"], [0.5, 0.9])
+    ]
+
+    wrong = client.get(f"/ui/experiments/{experiment_id}", params={"metric": "utilisation"})
+    assert wrong.status_code == 422
+    assert "metric: unknown metric &#39;utilisation&#39;" in wrong.text
+    assert figure_data(wrong.text) == []
+
+    run_id = re.findall(r'href="/ui/runs/([^"]+)"', page.text)[0]
+    run_page = client.get(f"/ui/runs/{run_id}")
+    assert run_page.status_code == 200 and "utilization" in run_page.text
+    assert "No controller state recorded" not in run_page.text  # no figures without series
+
+    missing = client.get("/ui/runs/no-such-run")
+    assert missing.status_code == 404 and "run no-such-run not found" in missing.text
+    assert missing.headers["content-type"].startswith("text/html")
+
+
+def test_other_teams_pages_are_404(team_token: tuple[str, str], unique: str) -> None:
+    from api.teams import service as teams
+    from ccbench.db.session import session_scope
+
+    with session_scope() as session:
+        other = teams.create_token(session, teams.create_team(session, f"other-{unique}"), "t")
+    created = TestClient(app).post(
+        "/v1/experiments", json=matrix(["reno"], ["1bdp"], 1), headers=auth(team_token[1])
+    )
+    experiment_id = created.json()["id"]
+    response = logged_in(other).get(f"/ui/experiments/{experiment_id}")
+    assert response.status_code == 404 and "not found" in response.text
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def chromium() -> Any:
+    """Debian's Chromium, headless, driven by Debian's chromedriver, with the browser console
+    log readable. Nothing is downloaded (SE_OFFLINE); background networking is off."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1280,2000",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+
+
+def wait_for_figures(driver: Any, expected: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while driver.execute_script("return document.body.dataset.figuresDrawn") != str(expected):
+        assert time.monotonic() < deadline, (
+            f"figures not drawn on {driver.current_url}: "
+            f"{driver.execute_script('return document.body.dataset.figuresDrawn')}"
+        )
+        time.sleep(0.1)
+
+
+def console_errors(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def drawn_traces(driver: Any, element_id: str) -> list[str]:
+    """Legend entries Plotly drew for one figure (its SVG, not our JSON)."""
+    return list(
+        driver.execute_script(
+            "return Array.from(document.querySelectorAll("
+            f"'#{element_id} .legend .traces .legendtext')).map(e => e.textContent)"
+        )
+    )
+
+
+@pytest.mark.root
+@pytest.mark.skipif(
+    not (CHROMIUM.exists() and CHROMEDRIVER.exists()) or shutil.which("unshare") is None,
+    reason="needs Debian's chromium and chromium-driver (scripts/install.sh installs them)",
+)
+def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    before = HostState.capture()
+    port = free_port()
+    env = embedded_env(tmp_path / "state", port)
+    base = yaml.safe_load((REPO_ROOT / "schemas/examples/dumbbell-reno-vs-cubic.yaml").read_text())
+    base["duration"] = "4s"
+    spec = {
+        "schema_version": 1,
+        "kind": "matrix",
+        "name": "web-buffers",
+        "base": base,
+        "axes": [{"path": "topology.bottleneck.buffer", "values": ["0.5bdp", "2bdp"]}],
+    }
+    spec_file = tmp_path / "matrix.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    up = ccbench(env, "up", "--detach")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"http://127.0.0.1:{port}/ui/" in up.stdout
+    driver = None
+    try:
+        submitted = ccbench(env, "submit", str(spec_file), "--wait", timeout=180)
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        experiment_id = submitted.stdout.split()[1]
+        token = json.loads((tmp_path / "state" / "cli.json").read_text())["token"]
+
+        driver = chromium()
+        url = f"http://127.0.0.1:{port}"
+        driver.get(f"{url}/ui/experiments/{experiment_id}")
+        assert "/ui/login" in driver.current_url  # not logged in yet
+        driver.find_element(By.NAME, "token").send_keys(token)
+        driver.find_element(By.CSS_SELECTOR, "form[action='/ui/login'] button").click()
+        assert driver.current_url == f"{url}/ui/experiments/{experiment_id}"
+
+        wait_for_figures(driver, 1)
+        assert drawn_traces(driver, "figure-compare") == []  # one series: no legend
+        points = driver.execute_script(
+            "return document.querySelectorAll('#figure-compare .scatterlayer .point').length"
+        )
+        assert points == 2  # one median per buffer size
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 2
+        assert console_errors(driver) == []
+
+        driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
+        wait_for_figures(driver, 6)
+        assert drawn_traces(driver, "figure-1") == ["flow 0 reno", "flow 1 cubic"]  # goodput
+        assert "flow 1 cubic ssthresh" in drawn_traces(driver, "figure-2")  # cwnd
+        assert drawn_traces(driver, "figure-4") == ["flow 0 reno", "flow 1 cubic"]  # rtt-cwnd
+        assert drawn_traces(driver, "figure-5")[0] == "queue"
+        checks = driver.find_elements(By.CSS_SELECTOR, "#checks tr")
+        assert any("delay" in row.text for row in checks)
+        assert console_errors(driver) == []
+
+        driver.get(f"{url}/ui/experiments")
+        assert "web-buffers" in driver.find_element(By.ID, "experiments").text
+        assert console_errors(driver) == []
+    finally:
+        if driver is not None:
+            driver.quit()
+        down = ccbench(env, "down")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert HostState.capture().leftovers_since(before) == []
