@@ -6,6 +6,7 @@ refused at submission, naming the field."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -43,10 +44,47 @@ KERNEL_BUILTIN_NAMES: dict[Algorithm, str] = {
     Algorithm.westwood: "westwood",
 }
 
+
+@dataclass(frozen=True)
+class Parameter:
+    """A tunable of an algorithm, as the spec writes it (`flows[i].params.<name>`).
+
+    BPF controllers hold it as the integer `bpf_symbol` = round(value x bpf_scale), a
+    `const volatile` global their object declares (the loader writes it before registering)."""
+
+    name: str
+    default: float
+    minimum: float
+    maximum: float
+    description: str
+    bpf_symbol: str
+    bpf_scale: float
+
+
+# The seeds' tunables, with the seeds' values as defaults.
+PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
+    Algorithm.reno: (),
+    Algorithm.bfa: (
+        Parameter("sigma_on", 0.010, 0.0, 1.0,
+                  "s: the BFA flag is set when the signed RTT variance exceeds it (seed 000 §3)",
+                  "sigma_on_us", 1e6),
+        Parameter("sigma_off", -0.010, -1.0, 0.0,
+                  "s: the BFA flag is cleared when the signed RTT variance falls to it",
+                  "sigma_off_us", 1e6),
+        Parameter("alpha_srv", 0.5, 0.0, 255 / 256,
+                  "gain of the signed RTT variance filter (1/2 in seed 000; 3/4 in its Fig. 21)",
+                  "alpha_srv_x256", 256),
+    ),
+}  # fmt: skip
+
+# Algorithms ccbench ships as BPF struct_ops controllers (agents/kernel/bpf/<id>.bpf.c).
+BPF_ALGORITHMS: frozenset[Algorithm] = frozenset(PARAMETERS)
+
 IMPLEMENTED_RUNTIMES: dict[Algorithm, frozenset[Runtime]] = {
-    algorithm: frozenset({Runtime.kernel_builtin})
-    if algorithm in KERNEL_BUILTIN_NAMES
-    else frozenset()
+    algorithm: frozenset(
+        ({Runtime.kernel_builtin} if algorithm in KERNEL_BUILTIN_NAMES else set())
+        | ({Runtime.kernel_bpf} if algorithm in BPF_ALGORITHMS else set())
+    )
     for algorithm in Algorithm
 }
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.algorithms import Algorithm, Runtime, runtimes_of
+from schemas.algorithms import PARAMETERS, Algorithm, Runtime, runtimes_of
 from schemas.units import Buffer, BufferSize, Duration, Rate
 
 SCHEMA_VERSION = 1
@@ -182,8 +182,15 @@ Topology = Annotated[Dumbbell | Chain, Field(discriminator="kind")]
 class Flow(StrictModel):
     algorithm: Algorithm
     agent: Literal["kernel"] = Field("kernel", description="kernel TCP flow (ccbench-agent)")
-    runtime: Literal["builtin"] = Field(
-        "builtin", description="builtin: a congestion controller the host kernel provides"
+    runtime: Literal["builtin", "bpf"] = Field(
+        "builtin",
+        description="builtin: a congestion controller the host kernel provides; bpf: ccbench's "
+        "BPF struct_ops controller (agents/kernel/bpf), loaded for the run",
+    )
+    params: dict[str, float] = Field(
+        default_factory=dict,
+        description="the algorithm's tunables (e.g. bfa: sigma_on, sigma_off in seconds, "
+        "alpha_srv); unspecified ones take the seed's values",
     )
     start: Duration = Field(0.0, description="start time relative to the run's start")
     duration: Duration | None = Field(
@@ -213,12 +220,36 @@ class Flow(StrictModel):
     @model_validator(mode="after")
     def _runtime_exists(self) -> Flow:
         runtimes = runtimes_of(self.algorithm)
-        if Runtime.kernel_builtin not in runtimes:
+        wanted = Runtime.kernel_bpf if self.runtime == "bpf" else Runtime.kernel_builtin
+        if wanted not in runtimes:
+            offered = sorted(a.value for a in Algorithm if wanted in runtimes_of(a))
+            hint = "; set runtime: bpf" if Runtime.kernel_bpf in runtimes else ""
             raise ValueError(
-                f"algorithm {self.algorithm.value!r} has no kernel/builtin runtime in this "
-                "version of ccbench (kernel built-ins: reno, cubic, bbr, vegas, westwood)"
+                f"algorithm {self.algorithm.value!r} has no {wanted.value} runtime in this "
+                f"version of ccbench ({wanted.value}: {', '.join(offered)}){hint}"
             )
+        if self.params and self.runtime != "bpf":
+            raise ValueError("params: tunables apply to ccbench's own controllers (runtime: bpf)")
+        known = {p.name: p for p in PARAMETERS.get(self.algorithm, ())}
+        for name, value in self.params.items():
+            if name not in known:
+                raise ValueError(
+                    f"params.{name}: not a parameter of {self.algorithm.value} (parameters: "
+                    f"{', '.join(known) or 'none'})"
+                )
+            p = known[name]
+            if not p.minimum <= value <= p.maximum:
+                raise ValueError(
+                    f"params.{name}: {value} is outside [{p.minimum}, {p.maximum}] "
+                    f"({p.description})"
+                )
         return self
+
+    def parameter_values(self) -> dict[str, float]:
+        """Every tunable of the algorithm: the spec's value, else the seed's default."""
+        return {
+            p.name: self.params.get(p.name, p.default) for p in PARAMETERS.get(self.algorithm, ())
+        }
 
 
 class Measurement(StrictModel):

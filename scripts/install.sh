@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what ccbench needs on a Debian 12 machine, as root: Debian packages, the Python venv
-# (.venv), and the Rust agents (agents/target/release). Safe to run again: it only adds what is
-# missing and rebuilds what changed.
+# (.venv), the Rust agents (agents/target/release) and the BPF congestion controllers
+# (agents/kernel/build). Safe to run again: it only adds what is missing and rebuilds what
+# changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,7 @@ PACKAGES=(
   mininet iproute2 iptables nftables ethtool iperf3 iputils-ping procps psmisc util-linux
   postgresql redis-server
   chromium chromium-driver
+  clang-14 bpftool libbpf-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -46,4 +48,10 @@ log "Python packages"
 
 log "Rust agents (cargo build --release)"
 (cd agents && cargo build --release --locked -q)
+if [ -e /sys/kernel/btf/vmlinux ]; then
+  log "BPF congestion controllers (agents/kernel, against this kernel's BTF)"
+  make -s -C agents/kernel
+else
+  log "no /sys/kernel/btf/vmlinux: BPF congestion controllers not built (runtime: bpf unavailable)"
+fi
 log "done: $(.venv/bin/ccbench --help >/dev/null && echo ccbench CLI ok), agents in agents/target/release"

@@ -23,6 +23,7 @@ class HostState:
     iptables: str
     nft: str
     processes: frozenset[str]
+    congestion_controls: frozenset[str]  # includes registered BPF controllers
 
     @classmethod
     def capture(cls) -> HostState:
@@ -41,11 +42,14 @@ class HostState:
             iptables=iptables,
             nft=_run("nft", "list", "ruleset"),
             processes=frozenset(_agent_processes()),
+            congestion_controls=frozenset(
+                _run("cat", "/proc/sys/net/ipv4/tcp_available_congestion_control").split()
+            ),
         )
 
     def leftovers_since(self, before: HostState) -> list[str]:
         problems = []
-        for name in ("links", "netns", "qdiscs", "processes"):
+        for name in ("links", "netns", "qdiscs", "processes", "congestion_controls"):
             extra = getattr(self, name) - getattr(before, name)
             if extra:
                 problems.append(f"new {name}: {sorted(extra)}")

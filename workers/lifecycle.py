@@ -19,7 +19,7 @@ from sqlalchemy import select
 from ccbench.db.models import Experiment, FlowResult, Run, RunSeries, utcnow
 from ccbench.db.runs import heartbeat, refresh_experiment_status, transition
 from ccbench.db.session import session_scope
-from ccbench.runstate import RunStatus
+from ccbench.runstate import ACTIVE, RunStatus
 from ccbench.settings import Settings, get_settings
 from ccbench.version import CCBENCH_VERSION
 from schemas import ExperimentSpec
@@ -160,6 +160,10 @@ def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
     try:
         c.run_dir.mkdir(parents=True, exist_ok=True)
         plan = plan_for_spec(c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings)
+        if plan.controllers:
+            removed = sweep_orphan_controllers()
+            if removed:
+                log.warning("unregistered BPF controllers left by dead runs: %s", removed)
         monitor = Monitor(c)
         deadline_s = c.spec.duration * 1.5 + settings.run_time_margin_s
         result = run_sandbox(
@@ -192,6 +196,17 @@ def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure becomes the run's error text
         log.exception("run %s failed", run_id)
         return _finish(c, RunStatus.failed, f"{type(exc).__name__}: {exc}", timings)
+
+
+def sweep_orphan_controllers() -> list[str]:
+    """Unregister ccbench BPF controllers whose run is no longer active (a killed worker's)."""
+    from workers import bpf
+
+    with session_scope() as session:
+        active = session.scalars(
+            select(Run.id).where(Run.status.in_([s.value for s in ACTIVE]))
+        ).all()
+    return bpf.sweep(active)
 
 
 def analyze(c: Claim, settings: Settings) -> Any:

@@ -1,5 +1,5 @@
 """From a validated spec to the sandbox's plan: every unit resolved (BDP fractions to packets,
-algorithm ids to kernel controller names), paths filled in."""
+algorithm ids to kernel controller names, per-run names for BPF controllers), paths filled in."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 from ccbench.settings import Settings
 from schemas import Bottleneck, ExperimentSpec
 from schemas.algorithms import KERNEL_BUILTIN_NAMES
-from workers.testbeds.mininet.plan import FlowPlan, LinkPlan, Plan
+from workers import bpf
+from workers.testbeds.mininet.plan import ControllerPlan, FlowPlan, LinkPlan, Plan
 
 
 def link_plan(link: Bottleneck) -> LinkPlan:
@@ -26,9 +27,34 @@ def link_plan(link: Bottleneck) -> LinkPlan:
     )
 
 
+def controllers_for_spec(
+    spec: ExperimentSpec, run_id: str
+) -> tuple[list[ControllerPlan], list[str]]:
+    """The BPF controllers the run registers (one per algorithm and parameter set) and each
+    flow's kernel controller name."""
+    controllers: dict[tuple[str, tuple[tuple[str, float], ...]], ControllerPlan] = {}
+    names = []
+    for flow in spec.flows:
+        if flow.runtime != "bpf":
+            names.append(KERNEL_BUILTIN_NAMES[flow.algorithm])
+            continue
+        params = flow.parameter_values()
+        key = (flow.algorithm.value, tuple(sorted(params.items())))
+        if key not in controllers:
+            controllers[key] = ControllerPlan(
+                name=bpf.controller_name(run_id, len(controllers), flow.algorithm.value),
+                algorithm=flow.algorithm.value,
+                params=params,
+                symbols=bpf.symbol_values(flow.algorithm.value, params),
+            )
+        names.append(controllers[key].name)
+    return list(controllers.values()), names
+
+
 def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings: Settings) -> Plan:
     if spec.seed is None:
         raise ValueError("the run has no seed: runs get theirs when the submission is expanded")
+    controllers, cc_names = controllers_for_spec(spec, run_id)
     return Plan(
         run_id=run_id,
         run_dir=str(out_dir.resolve()),
@@ -41,7 +67,7 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
         flows=[
             FlowPlan(
                 index=i,
-                algorithm=KERNEL_BUILTIN_NAMES[flow.algorithm],
+                algorithm=cc_names[i],
                 start_s=flow.start,
                 duration_s=spec.flow_duration(i),
                 access_delay_s=flow.access_delay,
@@ -53,4 +79,5 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
         ],
         link_mechanism=spec.bottleneck.link_mechanism,
         delay_mechanism=spec.bottleneck.delay_mechanism,
+        controllers=controllers,
     )

@@ -41,6 +41,16 @@ class FlowPlan:
 
 
 @dataclass(frozen=True)
+class ControllerPlan:
+    """A BPF congestion controller the worker registers for the run (workers/bpf.py)."""
+
+    name: str  # the per-run name flows select with TCP_CONGESTION
+    algorithm: str  # ccbench algorithm id: agents/kernel/build/<algorithm>.bpf.o
+    params: dict[str, float]  # as the spec gives them, defaults filled in
+    symbols: dict[str, int]  # the object's .rodata tunables, as written into it
+
+
+@dataclass(frozen=True)
 class Plan:
     run_id: str
     run_dir: str
@@ -53,6 +63,7 @@ class Plan:
     bottleneck_index: int = 0  # the link the aggregate metrics describe
     link_mechanism: str = "auto"
     delay_mechanism: str = "auto"
+    controllers: list[ControllerPlan] = field(default_factory=list)
     plan_version: int = PLAN_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -84,6 +95,7 @@ class Plan:
             raise ValueError(f"plan_version {raw.get('plan_version')} is not {PLAN_VERSION}")
         raw["links"] = [LinkPlan(**link) for link in raw["links"]]
         raw["flows"] = [FlowPlan(**f) for f in raw["flows"]]
+        raw["controllers"] = [ControllerPlan(**c) for c in raw.get("controllers", [])]
         return cls(**raw)
 
     def write(self, path: Path) -> None:

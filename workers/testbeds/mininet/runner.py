@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from workers import bpf
 from workers.testbeds.mininet.plan import Plan
 
 SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
@@ -71,6 +72,27 @@ def run_sandbox(
     deadline_s: float,
     poll_s: float = 0.2,
     sandbox_python: str = "/usr/bin/python3",
+) -> SandboxResult:
+    """Register the run's BPF controllers (global, not namespaced), run the sandbox, and
+    unregister them whatever happened."""
+    if not plan.controllers:
+        return _run_sandbox(plan, on_event, should_cancel, deadline_s, poll_s, sandbox_python)
+    run_dir = Path(plan.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with bpf.loaded(plan.controllers, run_dir):
+            return _run_sandbox(plan, on_event, should_cancel, deadline_s, poll_s, sandbox_python)
+    except bpf.BpfError as exc:
+        return SandboxResult("error", f"BPF congestion controllers: {exc}", None, 0.0)
+
+
+def _run_sandbox(
+    plan: Plan,
+    on_event: Callable[[dict[str, Any]], None],
+    should_cancel: Callable[[], bool],
+    deadline_s: float,
+    poll_s: float,
+    sandbox_python: str,
 ) -> SandboxResult:
     run_dir = Path(plan.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

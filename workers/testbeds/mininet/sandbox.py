@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,8 @@ class Sandbox:
         capabilities = probe_host(in_private_netns=True)
         self.provenance["kernel"] = capabilities["kernel"]
         self.provenance["capabilities"] = capabilities
+        # BPF controllers the worker registered for this run, with the values written in.
+        self.provenance["bpf_controllers"] = [asdict(c) for c in self.plan.controllers]
         wanted = {f.algorithm for f in self.plan.flows}
         missing = sorted(wanted - set(capabilities["congestion_controls"]))
         if missing:

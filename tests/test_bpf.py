@@ -1,0 +1,205 @@
+"""ccbench's BPF struct_ops congestion controllers: the objects, the loader (tunables and per-run
+names written into the object, registration, teardown, the orphan sweep) and the algorithms'
+behaviour through the emulated bottleneck, each against what its seed describes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ccbench.analysis.run import RunAnalysis, analyze_run
+from ccbench.settings import get_settings
+from schemas import ExperimentSpec
+from schemas.algorithms import BPF_ALGORITHMS, PARAMETERS
+from tests.hoststate import HostState
+from workers import bpf
+from workers.planning import plan_for_spec
+from workers.testbeds.mininet.plan import ControllerPlan
+from workers.testbeds.mininet.runner import run_sandbox
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bpftool") is None or not bpf.object_path("reno").exists(),
+    reason="needs bpftool and the BPF objects (scripts/install.sh builds agents/kernel)",
+)
+
+
+def test_every_object_declares_its_parameters_and_name_placeholder(tmp_path: Path) -> None:
+    for algorithm in BPF_ALGORITHMS:
+        params = {p.name: p.default for p in PARAMETERS[algorithm]}
+        symbols = bpf.symbol_values(algorithm.value, params)
+        # patch_object refuses a missing or mistyped tunable and a missing placeholder.
+        bpf.patch_object(
+            bpf.object_path(algorithm.value),
+            tmp_path / f"{algorithm.value}.o",
+            algorithm.value,
+            f"cbtest00_{algorithm.value}"[:15],
+            symbols,
+        )
+    with pytest.raises(bpf.BpfError, match="declares no tunable 'nope'"):
+        bpf.patch_object(bpf.object_path("reno"), tmp_path / "x.o", "reno", "cbx", {"nope": 1})
+
+
+def rodata_of(name: str) -> dict[str, Any]:
+    """The .rodata values the kernel holds for a registered controller, read back by bpftool
+    (struct_ops map -> one of its programs -> that program's maps)."""
+    _, data = bpf.registered_ops()[name]
+    prog_id = next(v.split("prog_id:")[1] for v in data.values() if "prog_id:" in str(v))
+    prog = json.loads(bpf._bpftool("-j", "prog", "show", "id", prog_id))
+    for map_id in prog.get("map_ids", []):
+        info = json.loads(bpf._bpftool("-j", "map", "show", "id", str(map_id)))
+        if info["name"].endswith(".rodata"):
+            [entry] = json.loads(bpf._bpftool("-j", "map", "dump", "id", str(map_id)))
+            values: dict[str, Any] = {}
+            for item in entry["formatted"]["value"][".rodata"]:
+                values.update(item)
+            return values
+    raise AssertionError(f"no .rodata map for {name}")
+
+
+@pytest.mark.root
+def test_register_with_parameters_then_unregister(tmp_path: Path) -> None:
+    before = HostState.capture()
+    params = {"sigma_on": 0.002, "sigma_off": -0.003, "alpha_srv": 0.75}
+    controller = ControllerPlan(
+        name=bpf.controller_name("loader-test", 0, "bfa"),
+        algorithm="bfa",
+        params=params,
+        symbols=bpf.symbol_values("bfa", params),
+    )
+    with bpf.loaded([controller], tmp_path) as names:
+        assert names == [controller.name]
+        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text()
+        assert controller.name in available.split()
+        # The values the spec asked for are what the kernel runs with.
+        assert rodata_of(controller.name) == {
+            "sigma_on_us": 2000,
+            "sigma_off_us": -3000,
+            "alpha_srv_x256": 192,
+        }
+        with pytest.raises(bpf.BpfError, match="already registered"):
+            bpf.register(controller, tmp_path)
+    assert controller.name not in bpf.registered()
+    assert HostState.capture().leftovers_since(before) == []
+
+
+@pytest.mark.root
+def test_sweep_removes_controllers_of_runs_that_are_gone(tmp_path: Path) -> None:
+    def controller(run_id: str) -> ControllerPlan:
+        return ControllerPlan(bpf.controller_name(run_id, 0, "reno"), "reno", {}, {})
+
+    dead, alive = controller("run-killed-with-its-worker"), controller("run-still-running")
+    bpf.register(dead, tmp_path)
+    bpf.register(alive, tmp_path)
+    try:
+        assert bpf.sweep(active_run_ids=["run-still-running"]) == [dead.name]
+        assert set(bpf.registered()) >= {alive.name}
+        assert dead.name not in bpf.registered()
+    finally:
+        bpf.unregister(dead.name)
+        bpf.unregister(alive.name)
+
+
+# --- behaviour through the emulated bottleneck ------------------------------------------------
+
+
+def single_flow(flow: dict[str, Any], buffer: str, duration: str = "12s") -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "name": "bpf-test",
+        "seed": 5,
+        "topology": {
+            "kind": "dumbbell",
+            "bottleneck": {"rate": "10Mbit", "delay": "20ms", "buffer": buffer},
+        },
+        "flows": [flow],
+        "duration": duration,
+        "measurement": {"skip_start": "2s"},
+    }
+
+
+def run(raw: dict[str, Any], run_dir: Path, run_id: str) -> tuple[RunAnalysis, dict[str, Any]]:
+    spec = ExperimentSpec.model_validate(raw)
+    plan = plan_for_spec(spec, run_id=run_id, out_dir=run_dir, settings=get_settings())
+    result = run_sandbox(plan, lambda e: None, lambda: False, deadline_s=spec.duration + 60)
+    assert result.status == "done", result.describe()
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    return analyze_run(run_dir, spec), provenance
+
+
+def throughput(analysis: RunAnalysis) -> float:
+    goodput = analysis.summary.aggregate.goodput_bps
+    assert goodput is not None
+    return goodput
+
+
+@pytest.mark.root
+def test_reno_clone_matches_builtin_reno(tmp_path: Path) -> None:
+    """With a quarter-BDP buffer the link is not always busy, so utilization depends on the
+    sawtooth itself: the clone's must match built-in reno's within 5%."""
+    before = HostState.capture()
+    builtin, _ = run(single_flow({"algorithm": "reno"}, "0.25bdp"), tmp_path / "b", "reno-b")
+    clone, provenance = run(
+        single_flow({"algorithm": "reno", "runtime": "bpf"}, "0.25bdp"), tmp_path / "c", "reno-c"
+    )
+    [controller] = provenance["bpf_controllers"]
+    assert controller["algorithm"] == "reno" and controller["name"].endswith("_reno")
+    ratio = throughput(clone) / throughput(builtin)
+    print(f"goodput: bpf reno {throughput(clone) / 1e6:.3f} Mbit/s, builtin "
+          f"{throughput(builtin) / 1e6:.3f} Mbit/s, ratio {ratio:.3f}")  # fmt: skip
+    assert throughput(builtin) < 0.97 * 10e6 * 1448 / 1500  # the buffer does limit it
+    assert ratio == pytest.approx(1.0, abs=0.05)
+    assert HostState.capture().leftovers_since(before) == []
+
+
+@pytest.mark.root
+def test_bfa_holds_its_window_and_keeps_the_queue_below_renos(tmp_path: Path) -> None:
+    """Seed 000 with its own thresholds (10 ms, -10 ms, alpha_srv 1/2), 4-BDP buffer: Reno keeps
+    filling the queue; TCP-BFA freezes its window once the RTT drifts up, so its queue and RTT
+    are much smaller at the same throughput (higher power, the seed's Figs. 5-9)."""
+    before = HostState.capture()
+    reno, _ = run(single_flow({"algorithm": "reno"}, "4bdp"), tmp_path / "r", "bfa-r")
+    bfa, provenance = run(
+        single_flow({"algorithm": "bfa", "runtime": "bpf"}, "4bdp"), tmp_path / "f", "bfa-f"
+    )
+    assert provenance["bpf_controllers"][0]["symbols"] == {
+        "sigma_on_us": 10000, "sigma_off_us": -10000, "alpha_srv_x256": 128,
+    }  # fmt: skip
+    reno_queue = reno.summary.aggregate.queue_mean_pkts
+    bfa_queue = bfa.summary.aggregate.queue_mean_pkts
+    assert reno_queue is not None and bfa_queue is not None
+    print(f"mean queue: reno {reno_queue:.1f} pkts, bfa {bfa_queue:.1f} pkts; goodput reno "
+          f"{throughput(reno) / 1e6:.2f}, bfa {throughput(bfa) / 1e6:.2f} Mbit/s; power reno "
+          f"{reno.summary.aggregate.power:.3g}, bfa {bfa.summary.aggregate.power:.3g}")  # fmt: skip
+    assert bfa_queue < 0.6 * reno_queue
+    assert throughput(bfa) > 0.95 * throughput(reno)
+    assert (bfa.summary.aggregate.power or 0) > 1.3 * (reno.summary.aggregate.power or 0)
+    # The window is held: over the last half of the run it does not change, far below Reno's.
+    info = bfa.series["flow-0.tcp_info"]
+    late = [c for t, c in zip(info["t_s"], info["cwnd_pkts"], strict=True) if t > 6 and c]
+    assert late and len(set(late)) == 1, sorted(set(late))
+    assert late[0] < 0.5 * max(c for c in reno.series["flow-0.tcp_info"]["cwnd_pkts"] if c)
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def test_a_missing_object_fails_the_run_before_traffic(tmp_path: Path) -> None:
+    with pytest.raises(bpf.BpfError, match="no BPF object for bfa"):
+        bpf.register(ControllerPlan("cbxxxxxx0_bfa", "bfa", {}, {}), tmp_path, tmp_path)
+
+
+@pytest.mark.root
+def test_worker_sweep_keeps_only_controllers_of_active_runs(tmp_path: Path) -> None:
+    """What a worker does before a BPF run: controllers whose run is not active in the database
+    (here: a run id the database never had, as after a killed worker) are unregistered."""
+    from workers.lifecycle import sweep_orphan_controllers
+
+    orphan = ControllerPlan(bpf.controller_name("no-such-run-in-db", 0, "reno"), "reno", {}, {})
+    bpf.register(orphan, tmp_path)
+    try:
+        assert orphan.name in sweep_orphan_controllers()
+        assert orphan.name not in bpf.registered()
+    finally:
+        bpf.unregister(orphan.name)

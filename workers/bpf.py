@@ -1,0 +1,225 @@
+"""Loading ccbench's BPF congestion controllers for a run, and removing them again.
+
+Each algorithm is one object, `agents/kernel/build/<id>.bpf.o` (built by `agents/kernel/Makefile`).
+For a run, the loader copies the object and writes into the copy (1) the spec's tunables, the
+`const volatile` globals the object declares in .rodata, and (2) a per-run controller name in
+place of the placeholder `ccb_<id>` in its struct_ops section; then `bpftool struct_ops
+register` loads it. The kernel keeps a registered controller after bpftool exits, in one list
+for every network namespace, so flows in the run's sandbox select it with TCP_CONGESTION.
+
+Names are `cb<run tag><k>_<id>` (15 bytes at most): the run tag (6 hex digits of the run id's
+hash) keeps concurrent runs apart, k tells apart one run's controllers of the same algorithm
+with different parameters. Teardown unregisters by map id; `sweep` removes what a killed worker
+left behind (controllers of runs that are not running)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ccbench.settings import REPO_ROOT
+from schemas.algorithms import PARAMETERS, Algorithm
+from workers.testbeds.mininet.plan import ControllerPlan
+
+BPF_BUILD_DIR = REPO_ROOT / "agents" / "kernel" / "build"
+NAME_PATTERN = re.compile(r"^cb([0-9a-f]{6})([0-9a-f])_[a-z_]+$")
+OPS_NAME_LEN = 16  # char name[TCP_CA_NAME_MAX], NUL included
+AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+class BpfError(RuntimeError):
+    pass
+
+
+def run_tag(run_id: str) -> str:
+    return hashlib.sha256(run_id.encode()).hexdigest()[:6]
+
+
+def symbol_values(algorithm: str, params: dict[str, float]) -> dict[str, int]:
+    """The object's integer tunables for the spec's parameter values."""
+    by_name = {p.name: p for p in PARAMETERS[Algorithm(algorithm)]}
+    return {by_name[n].bpf_symbol: round(v * by_name[n].bpf_scale) for n, v in params.items()}
+
+
+def controller_name(run_id: str, k: int, algorithm: str) -> str:
+    if not 0 <= k < 16:
+        raise BpfError("a run can load at most 16 BPF controllers")
+    return f"cb{run_tag(run_id)}{k:x}_{algorithm}"[: OPS_NAME_LEN - 1]
+
+
+def object_path(algorithm: str, build_dir: Path = BPF_BUILD_DIR) -> Path:
+    return build_dir / f"{algorithm}.bpf.o"
+
+
+# --- ELF64 (little-endian) patching -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Section:
+    name: str
+    type: int
+    offset: int
+    size: int
+    link: int
+
+
+def _sections(data: bytes) -> list[_Section]:
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise BpfError("not a 64-bit little-endian ELF object")
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    raw = []
+    for i in range(shnum):
+        name, type_, _flags, _addr, offset, size, link = struct.unpack_from(
+            "<IIQQQQI", data, shoff + i * shentsize
+        )
+        raw.append((name, type_, offset, size, link))
+    names_offset = raw[shstrndx][2]
+
+    def cstr(at: int) -> str:
+        return data[at : data.index(b"\0", at)].decode()
+
+    return [_Section(cstr(names_offset + n), t, o, s, lk) for n, t, o, s, lk in raw]
+
+
+def _symbols(data: bytes, sections: list[_Section]) -> dict[str, tuple[int, int, int]]:
+    """name -> (section index, value, size) of every symbol."""
+    symtab = next((s for s in sections if s.type == 2), None)  # SHT_SYMTAB
+    if symtab is None:
+        raise BpfError("the object has no symbol table")
+    strtab = sections[symtab.link]
+    out = {}
+    for at in range(symtab.offset, symtab.offset + symtab.size, 24):
+        name, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, at)
+        start = strtab.offset + name
+        out[data[start : data.index(b"\0", start)].decode()] = (shndx, value, size)
+    return out
+
+
+def patch_object(
+    source: Path, target: Path, algorithm: str, name: str, values: dict[str, int]
+) -> None:
+    """Copy `source` to `target` with the tunables set and the controller renamed."""
+    data = bytearray(source.read_bytes())
+    sections = _sections(bytes(data))
+    symbols = _symbols(bytes(data), sections)
+    for symbol, value in values.items():
+        if symbol not in symbols:
+            raise BpfError(f"{source.name} declares no tunable {symbol!r}")
+        shndx, offset, size = symbols[symbol]
+        section = sections[shndx]
+        if section.name != ".rodata" or size != 4:
+            raise BpfError(f"{symbol} in {source.name} is not a 4-byte .rodata tunable")
+        if not -(2**31) <= value < 2**32:
+            raise BpfError(f"{symbol} = {value} does not fit 32 bits")
+        struct.pack_into("<i" if value < 0 else "<I", data, section.offset + offset, value)
+    ops = next((s for s in sections if s.name == ".struct_ops"), None)
+    if ops is None:
+        raise BpfError(f"{source.name} has no .struct_ops section")
+    placeholder = f"ccb_{algorithm}".encode().ljust(OPS_NAME_LEN, b"\0")
+    body = bytes(data[ops.offset : ops.offset + ops.size])
+    if body.count(placeholder) != 1:
+        raise BpfError(f"{source.name}: the name placeholder ccb_{algorithm} is not found once")
+    if len(name) >= OPS_NAME_LEN:
+        raise BpfError(f"controller name {name!r} is longer than {OPS_NAME_LEN - 1} bytes")
+    at = ops.offset + body.index(placeholder)
+    data[at : at + OPS_NAME_LEN] = name.encode().ljust(OPS_NAME_LEN, b"\0")
+    target.write_bytes(bytes(data))
+
+
+# --- the kernel's registrations -----------------------------------------------------------
+
+
+def _bpftool(*args: str) -> str:
+    tool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    try:
+        done = subprocess.run([tool, *args], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError as exc:
+        raise BpfError("bpftool is not installed (Debian package bpftool)") from exc
+    if done.returncode != 0:
+        raise BpfError(f"bpftool {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
+    return done.stdout
+
+
+def registered_ops() -> dict[str, tuple[int, dict[str, Any]]]:
+    """Registered BPF tcp_congestion_ops: controller name -> (struct_ops map id, its fields)."""
+    text = _bpftool("-j", "struct_ops", "dump").strip()
+    entries = json.loads(text) if text else []
+    # bpftool lists, per registration, {"bpf_map_info": ...} then the struct it holds.
+    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    for info, value in zip(entries[::2], entries[1::2], strict=False):
+        ops = value.get("bpf_struct_ops_tcp_congestion_ops")
+        if "bpf_map_info" in info and ops is not None:
+            out[str(ops["data"]["name"])] = (int(info["bpf_map_info"]["id"]), ops["data"])
+    return out
+
+
+def registered() -> dict[str, int]:
+    """Registered BPF tcp_congestion_ops: controller name -> struct_ops map id."""
+    return {name: map_id for name, (map_id, _) in registered_ops().items()}
+
+
+def _available() -> set[str]:
+    return set(AVAILABLE.read_text().split())
+
+
+def register(controller: ControllerPlan, work_dir: Path, build_dir: Path = BPF_BUILD_DIR) -> None:
+    source = object_path(controller.algorithm, build_dir)
+    if not source.exists():
+        raise BpfError(
+            f"no BPF object for {controller.algorithm}: {source} is missing (scripts/install.sh "
+            "builds agents/kernel)"
+        )
+    if controller.name in registered():
+        raise BpfError(f"a controller named {controller.name} is already registered")
+    target = work_dir / f"{controller.name}.bpf.o"
+    patch_object(source, target, controller.algorithm, controller.name,
+                 controller.symbols)  # fmt: skip
+    _bpftool("struct_ops", "register", str(target))
+    if controller.name not in _available():
+        unregister(controller.name)
+        raise BpfError(f"{controller.name} was registered but the kernel does not list it")
+
+
+def unregister(name: str) -> bool:
+    map_id = registered().get(name)
+    if map_id is None:
+        return False
+    _bpftool("struct_ops", "unregister", "id", str(map_id))
+    return True
+
+
+@contextlib.contextmanager
+def loaded(controllers: Iterable[ControllerPlan], work_dir: Path) -> Iterator[list[str]]:
+    """Register the run's controllers; unregister them when the block ends, however it ends."""
+    done: list[str] = []
+    try:
+        for controller in controllers:
+            register(controller, work_dir)
+            done.append(controller.name)
+        yield done
+    finally:
+        for name in done:
+            with contextlib.suppress(BpfError):
+                unregister(name)
+
+
+def sweep(active_run_ids: Iterable[str]) -> list[str]:
+    """Unregister ccbench controllers whose run is not among `active_run_ids` (left by a killed
+    worker). Returns the names removed."""
+    keep = {run_tag(r) for r in active_run_ids}
+    removed = []
+    for name in registered():
+        match = NAME_PATTERN.match(name)
+        if match and match.group(1) not in keep and unregister(name):
+            removed.append(name)
+    return removed
