@@ -75,6 +75,16 @@ PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
                   "gain of the signed RTT variance filter (1/2 in seed 000; 3/4 in its Fig. 21)",
                   "alpha_srv_x256", 256),
     ),
+    Algorithm.vegas: (
+        Parameter("alpha", 1, 0, 100,
+                  "packets: below this Diff the window grows by one per RTT (seed 002: 1)",
+                  "alpha_pkts", 1),
+        Parameter("beta", 3, 0, 100,
+                  "packets: above this Diff the window shrinks by one per RTT (seed 002: 3)",
+                  "beta_pkts", 1),
+        Parameter("gamma", 1, 0, 100,
+                  "packets: slow start ends when Diff exceeds it", "gamma_pkts", 1),
+    ),
 }  # fmt: skip
 
 # Algorithms ccbench ships as BPF struct_ops controllers (agents/kernel/bpf/<id>.bpf.c).

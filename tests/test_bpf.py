@@ -185,6 +185,28 @@ def test_bfa_holds_its_window_and_keeps_the_queue_below_renos(tmp_path: Path) ->
     assert HostState.capture().leftovers_since(before) == []
 
 
+@pytest.mark.root
+def test_vegas_alone_keeps_between_alpha_and_beta_packets_queued(tmp_path: Path) -> None:
+    """Seed 002: a single Vegas flow's Diff estimates its own queued packets and CAM holds it
+    between alpha (1) and beta (3): the bottleneck's queue, read from the emulator's packet log,
+    stays there while the link is used fully and nothing is dropped."""
+    before = HostState.capture()
+    vegas, provenance = run(
+        single_flow({"algorithm": "vegas", "runtime": "bpf"}, "2bdp"), tmp_path / "v", "vegas"
+    )
+    assert provenance["bpf_controllers"][0]["symbols"] == {
+        "alpha_pkts": 1, "beta_pkts": 3, "gamma_pkts": 1,
+    }  # fmt: skip
+    aggregate = vegas.summary.aggregate
+    print(f"vegas: queue mean {aggregate.queue_mean_pkts:.2f} pkts, max "
+          f"{aggregate.queue_max_pkts}, utilization {aggregate.utilization:.3f}, "
+          f"drops {aggregate.drops}")  # fmt: skip
+    assert aggregate.queue_mean_pkts is not None and 0.5 <= aggregate.queue_mean_pkts <= 4.0
+    assert (aggregate.utilization or 0) > 0.95
+    assert aggregate.drops == 0
+    assert HostState.capture().leftovers_since(before) == []
+
+
 def test_a_missing_object_fails_the_run_before_traffic(tmp_path: Path) -> None:
     with pytest.raises(bpf.BpfError, match="no BPF object for bfa"):
         bpf.register(ControllerPlan("cbxxxxxx0_bfa", "bfa", {}, {}), tmp_path, tmp_path)
