@@ -221,6 +221,33 @@ def test_deadline_stops_a_run_that_overruns(tmp_path: Path) -> None:
 
 
 @pytest.mark.root
+def test_emulator_killed_alone_mid_run_fails_the_run_and_leaves_nothing(tmp_path: Path) -> None:
+    """SIGKILL to one ccbench-link (not the sandbox): the run fails naming the emulator, and
+    its NFQUEUE rule, namespaces and processes are gone with the sandbox."""
+    before = HostState.capture()
+    killed: list[str] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event.get("event") == "progress" and event.get("elapsed_s", 0) >= 1 and not killed:
+            found = subprocess.run(["pgrep", "-f", f"ccbench-link run .*{tmp_path}"],
+                                   capture_output=True, text=True).stdout.split()  # fmt: skip
+            assert found, "no ccbench-link of this run to kill"
+            subprocess.run(["kill", "-KILL", found[0]], check=True)
+            killed.append(found[0])
+
+    result = run_sandbox(
+        dumbbell(tmp_path, 4.0, "emulator"),
+        on_event=on_event,
+        should_cancel=lambda: False,
+        deadline_s=60,
+    )
+    assert killed
+    assert result.status == "error"
+    assert "ccbench-link" in result.describe() and "-9" in result.describe(), result.describe()
+    assert leftovers(before, tmp_path) == []
+
+
+@pytest.mark.root
 def test_demanded_netem_fails_clearly_when_missing(tmp_path: Path) -> None:
     events: list[dict[str, Any]] = []
     plan = dumbbell(tmp_path, 4.0, link_mechanism="tc", delay_mechanism="netem")
