@@ -37,6 +37,7 @@ HERE = Path(__file__).parent
 STATIC = HERE / "static"
 templates = Jinja2Templates(directory=HERE / "templates")
 templates.env.globals["version"] = CCBENCH_VERSION
+templates.env.filters["quoted"] = lambda value: quote(str(value), safe="")  # query values
 # Scripts only from our own origin (no inline script: figure data travels as JSON elements).
 # Plotly sets inline styles, hence 'unsafe-inline' for styles only.
 SECURITY_HEADERS = {
@@ -217,10 +218,3 @@ def install_page_handlers(app: FastAPI) -> None:
     @app.exception_handler(LoginRequired)
     async def _login(_request: Request, exc: LoginRequired) -> Response:
         return RedirectResponse(f"/ui/login?next={quote(exc.next_path)}", status_code=303)
-
-
-def quoted(value: str) -> str:
-    return quote(value, safe="")
-
-
-templates.env.filters["quoted"] = quoted
