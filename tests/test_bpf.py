@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from ccbench.analysis.run import RunAnalysis, analyze_run
+from ccbench.plots.model import run_figure_data
 from ccbench.settings import get_settings
 from schemas import ExperimentSpec
 from schemas.algorithms import BPF_ALGORITHMS, PARAMETERS
 from tests.hoststate import HostState
-from workers import bpf
+from workers import bpf, bpf_trace
 from workers.planning import plan_for_spec
 from workers.testbeds.mininet.plan import ControllerPlan
 from workers.testbeds.mininet.runner import run_sandbox
@@ -36,11 +37,40 @@ def test_every_object_declares_its_parameters_and_name_placeholder(tmp_path: Pat
             bpf.object_path(algorithm.value),
             tmp_path / f"{algorithm.value}.o",
             algorithm.value,
-            f"cbtest00_{algorithm.value}"[:15],
+            f"cb00000a0_{algorithm.value}"[:15],
             symbols,
         )
     with pytest.raises(bpf.BpfError, match="declares no tunable 'nope'"):
         bpf.patch_object(bpf.object_path("reno"), tmp_path / "x.o", "reno", "cbx", {"nope": 1})
+
+
+def test_every_object_traces_its_state_under_a_per_run_ring_buffer_name(tmp_path: Path) -> None:
+    for algorithm in BPF_ALGORITHMS:
+        name = f"cbabc123{len(algorithm.value) % 10}_{algorithm.value}"[:15]
+        target = tmp_path / f"{algorithm.value}.o"
+        bpf.patch_object(bpf.object_path(algorithm.value), target, algorithm.value, name, {})
+        data = target.read_bytes()
+        assert bpf.TRACE_PLACEHOLDER not in data
+        assert data.count(bpf.trace_map_name(name).encode()) >= 2  # symbol table and BTF
+        fields = bpf.state_fields(target)
+        assert len(fields) <= 4 and all(f.isidentifier() for f in fields), fields
+    assert bpf.state_fields(bpf.object_path("bfa")) == ["flag", "srv_us", "bfa_srtt_us"]
+    assert bpf.trace_map_name("cb0a1b2c3_vegas") == "ct0a1b2c3_trace"
+    with pytest.raises(bpf.BpfError, match="not a ccbench controller name"):
+        bpf.trace_map_name("cubic")
+
+
+def test_trace_samples_decode_with_named_fixed_point_state() -> None:
+    record = bpf_trace.SAMPLE.pack(
+        2_500_000_000, 7, int.from_bytes(bytes([10, 1, 1, 1]), "little"), 43210, 1,
+        20, 0x7FFFFFFF, 41000, 384, -12, 0, 0,
+    )  # fmt: skip
+    sample = bpf_trace.decode(record, "cbx", ["diff_x256", "srv_us"], clock_offset_s=100.0)
+    assert sample == {
+        "ts": 102.5, "controller": "cbx", "seq": 7, "saddr": "10.1.1.1", "sport": 43210,
+        "event": "loss", "cwnd_pkts": 20, "ssthresh_pkts": None, "srtt_s": 0.041,
+        "state": {"diff": 1.5, "srv_us": -12},
+    }  # fmt: skip
 
 
 def rodata_of(name: str) -> dict[str, Any]:
@@ -75,11 +105,9 @@ def test_register_with_parameters_then_unregister(tmp_path: Path) -> None:
         available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text()
         assert controller.name in available.split()
         # The values the spec asked for are what the kernel runs with.
-        assert rodata_of(controller.name) == {
-            "sigma_on_us": 2000,
-            "sigma_off_us": -3000,
-            "alpha_srv_x256": 192,
-        }
+        rodata = rodata_of(controller.name)
+        assert rodata.pop("ccb_state_fields") == "flag,srv_us,bfa_srtt_us"
+        assert rodata == {"sigma_on_us": 2000, "sigma_off_us": -3000, "alpha_srv_x256": 192}
         with pytest.raises(bpf.BpfError, match="already registered"):
             bpf.register(controller, tmp_path)
     assert controller.name not in bpf.registered()
@@ -182,6 +210,14 @@ def test_bfa_holds_its_window_and_keeps_the_queue_below_renos(tmp_path: Path) ->
     late = [c for t, c in zip(info["t_s"], info["cwnd_pkts"], strict=True) if t > 6 and c]
     assert late and len(set(late)) == 1, sorted(set(late))
     assert late[0] < 0.5 * max(c for c in reno.series["flow-0.tcp_info"]["cwnd_pkts"] if c)
+    # The state trace shows why: the BFA flag is set while the window is held.
+    state = bfa.series["flow-0.cc_state"]
+    flags = [f for t, f in zip(state["t_s"], state["flag"], strict=True) if t > 6]
+    assert flags and min(flags) == 1, flags
+    assert (
+        provenance["bpf_trace"]["controllers"][provenance["bpf_controllers"][0]["name"]]["lost"]
+        == 0
+    )
     assert HostState.capture().leftovers_since(before) == []
 
 
@@ -204,6 +240,19 @@ def test_vegas_alone_keeps_between_alpha_and_beta_packets_queued(tmp_path: Path)
     assert aggregate.queue_mean_pkts is not None and 0.5 <= aggregate.queue_mean_pkts <= 4.0
     assert (aggregate.utilization or 0) > 0.95
     assert aggregate.drops == 0
+    # The controller's own Diff, traced once per round trip, stays between alpha and beta.
+    state = vegas.series["flow-0.cc_state"]
+    diffs = [d for t, d in zip(state["t_s"], state["diff"], strict=True) if t > 4]
+    inside = sum(1 for d in diffs if 1 <= d <= 3) / len(diffs)
+    print(f"vegas Diff after 4 s: {len(diffs)} rounds, {inside:.1%} in [1, 3], "
+          f"mean {sum(diffs) / len(diffs):.2f}")  # fmt: skip
+    assert len(diffs) > 100 and inside > 0.9
+    # Reports draw it: one figure per state variable.
+    figures = {f.name: f for f in run_figure_data(
+        {"series": vegas.series, "flows": [{"flow": 0, "algorithm": "vegas"}]}
+    )}  # fmt: skip
+    assert {"state_diff", "state_base_rtt_us", "state_round_min_rtt_us"} <= set(figures)
+    assert figures["state_diff"].traces[0].y[-1] == diffs[-1]
     assert HostState.capture().leftovers_since(before) == []
 
 

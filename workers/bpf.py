@@ -9,8 +9,10 @@ for every network namespace, so flows in the run's sandbox select it with TCP_CO
 
 Names are `cb<run tag><k>_<id>` (15 bytes at most): the run tag (6 hex digits of the run id's
 hash) keeps concurrent runs apart, k tells apart one run's controllers of the same algorithm
-with different parameters. Teardown unregisters by map id; `sweep` removes what a killed worker
-left behind (controllers of runs that are not running)."""
+with different parameters. Each controller's state-trace ring buffer is renamed the same way,
+`ct<run tag><k>_trace`, so the worker finds its own (workers/bpf_trace.py reads it). Teardown
+unregisters by map id; `sweep` removes what a killed worker left behind (controllers of runs
+that are not running)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ from workers.testbeds.mininet.plan import ControllerPlan
 BPF_BUILD_DIR = REPO_ROOT / "agents" / "kernel" / "build"
 NAME_PATTERN = re.compile(r"^cb([0-9a-f]{6})([0-9a-f])_[a-z_]+$")
 OPS_NAME_LEN = 16  # char name[TCP_CA_NAME_MAX], NUL included
+TRACE_PLACEHOLDER = b"ccb_trace_ring_"  # the ring buffer's name in ccbench_cc.h (15 bytes)
+STATE_FIELDS_SYMBOL = "ccb_state_fields"
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
 
@@ -54,6 +58,14 @@ def controller_name(run_id: str, k: int, algorithm: str) -> str:
     if not 0 <= k < 16:
         raise BpfError("a run can load at most 16 BPF controllers")
     return f"cb{run_tag(run_id)}{k:x}_{algorithm}"[: OPS_NAME_LEN - 1]
+
+
+def trace_map_name(controller: str) -> str:
+    """The per-run name of a controller's trace ring buffer (a map name has 15 bytes at most)."""
+    match = NAME_PATTERN.match(controller)
+    if match is None:
+        raise BpfError(f"{controller!r} is not a ccbench controller name")
+    return f"ct{match.group(1)}{match.group(2)}_trace"
 
 
 def object_path(algorithm: str, build_dir: Path = BPF_BUILD_DIR) -> Path:
@@ -133,7 +145,27 @@ def patch_object(
         raise BpfError(f"controller name {name!r} is longer than {OPS_NAME_LEN - 1} bytes")
     at = ops.offset + body.index(placeholder)
     data[at : at + OPS_NAME_LEN] = name.encode().ljust(OPS_NAME_LEN, b"\0")
-    target.write_bytes(bytes(data))
+    # The ring buffer's name is in the symbol table and in BTF (libbpf names maps from BTF);
+    # same-length replacement keeps every string offset valid.
+    trace = trace_map_name(name).encode()
+    if len(trace) != len(TRACE_PLACEHOLDER):
+        raise BpfError(f"trace map name {trace!r} does not have {len(TRACE_PLACEHOLDER)} bytes")
+    if data.count(TRACE_PLACEHOLDER) < 2:
+        raise BpfError(f"{source.name} has no state-trace ring buffer (ccbench_cc.h)")
+    target.write_bytes(bytes(data).replace(TRACE_PLACEHOLDER, trace))
+
+
+def state_fields(path: Path) -> list[str]:
+    """The names of the algorithm's traced variables (`CCB_STATE_FIELDS` in its source)."""
+    data = path.read_bytes()
+    sections = _sections(data)
+    symbols = _symbols(data, sections)
+    if STATE_FIELDS_SYMBOL not in symbols:
+        raise BpfError(f"{path.name} does not declare CCB_STATE_FIELDS")
+    shndx, offset, size = symbols[STATE_FIELDS_SYMBOL]
+    start = sections[shndx].offset + offset
+    text = data[start : start + size].split(b"\0", 1)[0].decode()
+    return [f for f in text.split(",") if f]
 
 
 # --- the kernel's registrations -----------------------------------------------------------
@@ -161,6 +193,12 @@ def registered_ops() -> dict[str, tuple[int, dict[str, Any]]]:
         if "bpf_map_info" in info and ops is not None:
             out[str(ops["data"]["name"])] = (int(info["bpf_map_info"]["id"]), ops["data"])
     return out
+
+
+def maps() -> list[dict[str, Any]]:
+    """Every BPF map of the host, as `bpftool map show` describes it (id, type, name, ...)."""
+    text = _bpftool("-j", "map", "show").strip()
+    return list(json.loads(text)) if text else []
 
 
 def registered() -> dict[str, int]:

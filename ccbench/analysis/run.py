@@ -91,6 +91,8 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     emulated = provenance.get("link_mechanism") == "emulator"
 
     t0 = _common_start(sends, spec)
+    trace_path = run_dir / "bpf-trace.jsonl"
+    trace = list(read_jsonl(trace_path)) if trace_path.exists() else []
     run_window = Window(t0 + spec.measurement.skip_start, t0 + spec.duration)
     series: dict[str, dict[str, list[Any]]] = {}
     flows: list[FlowMetrics] = []
@@ -145,6 +147,10 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
             }
         )
         series[f"flow-{i}.goodput"] = downsample(_goodput_series(received, t0))
+        if summary and summary.get("local") and trace:
+            state = _state_series(trace, str(summary["local"]), t0)
+            if state:
+                series[f"flow-{i}.cc_state"] = downsample(state)
 
     if emulated:
         log = run_dir / f"link-{spec.bottleneck_index}-data.bin"
@@ -280,6 +286,20 @@ def _common_start(sends: list[list[dict[str, Any]]], spec: ExperimentSpec) -> fl
     if not starts:
         raise AnalysisError("no sender produced any output (flow-*.send.jsonl are empty)")
     return float(min(starts))
+
+
+def _state_series(trace: list[dict[str, Any]], local: str, t0: float) -> dict[str, list[Any]]:
+    """A flow's BPF controller state over time: its samples are those of its sender's address
+    and port (`local` as the agent reports it, "10.0.0.1:43210")."""
+    address, _, port = local.rpartition(":")
+    samples = [s for s in trace if s["saddr"] == address and str(s["sport"]) == port]
+    if not samples:
+        return {}
+    fields = sorted({name for s in samples for name in s["state"]})
+    columns: dict[str, list[Any]] = {"t_s": [round(s["ts"] - t0, 6) for s in samples]}
+    for name in fields:
+        columns[name] = [s["state"].get(name) for s in samples]
+    return columns
 
 
 def _goodput_series(received: list[dict[str, Any]], t0: float) -> dict[str, list[Any]]:

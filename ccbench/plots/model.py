@@ -122,25 +122,18 @@ def run_figure_data(run: dict[str, Any]) -> list[FigureData]:
         )
     )
 
-    # Controller state: agents that expose it write `flow-{i}.cc_state` (issues 4 and 5);
-    # built-in kernel controllers expose only tcp_info.
-    for flow in flows:
-        data = series.get(f"flow-{_index(flow)}.cc_state") or {}
-        traces = []
-        for column in sorted(set(data) - _STATE_EXCLUDED):
-            points = _points(data.get("t_s") or [], data[column])
+    # Controller state: BPF controllers (issue 4) and userspace agents write `flow-{i}.cc_state`,
+    # one column per variable of the algorithm; built-in kernel controllers expose only tcp_info.
+    # One figure per variable, a trace per flow that has it (scales differ between variables).
+    states = {_index(f): series.get(f"flow-{_index(f)}.cc_state") or {} for f in flows}
+    for column in sorted({c for data in states.values() for c in data} - _STATE_EXCLUDED):
+        figure = FigureData(f"state_{column}", f"controller state: {column}", "time (s)", column)
+        for flow in flows:
+            data = states[_index(flow)]
+            points = _points(data.get("t_s") or [], data.get(column) or [])
             if points:
-                traces.append(Trace(column, *points))
-        if traces:
-            figures.append(
-                FigureData(
-                    f"state_flow_{_index(flow)}",
-                    f"{flow_label(flow)}: controller state",
-                    "time (s)",
-                    "value",
-                    traces,
-                )
-            )
+                figure.traces.append(Trace(flow_label(flow), *points, style="step"))
+        figures.append(figure)
     return [f for f in figures if f.traces]
 
 

@@ -32,6 +32,8 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
     let out = BufWriter::with_capacity(1 << 20, file);
     let mut stream = sock::connect_with_cc(args.dst, &args.cc)?;
     let fd = stream.as_raw_fd();
+    // The sender's address and port identify the flow in the BPF controllers' state trace.
+    let local = stream.local_addr()?;
     let actual = sock::congestion_of(fd)?;
     if actual != args.cc {
         return Err(AgentError::usage(format!(
@@ -78,6 +80,7 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
     writeln!(out, "{}", info.to_json(unix_now(), args.flow_id))?;
     let summary = json!({
         "ts": unix_now(), "type": "summary", "flow": args.flow_id, "cc": args.cc,
+        "local": local.to_string(),
         "start_ts": round_us(start_ts), "end_ts": round_us(end_ts),
         "bytes_sent": info.bytes_sent, "bytes_acked": info.bytes_acked,
         "retransmits": info.total_retrans,

@@ -24,16 +24,26 @@ const volatile __s32 sigma_on_us = 10000;
 const volatile __s32 sigma_off_us = -10000;
 const volatile __u32 alpha_srv_x256 = 128;
 
+/* Traced per round trip: the flag, srv and ccbench's own smoothed RTT of the seed's formula. */
+CCB_STATE_FIELDS("flag,srv_us,bfa_srtt_us");
+
 struct bfa {
 	__u32 sample_seq;  /* the RTT sample of this round arrives when snd_una passes it */
 	__u32 srtt_us_x8;  /* own smoothed RTT over per-round samples, x8 */
 	__s64 srv_us;      /* signed RTT variance */
 	__u32 flag;        /* BFA flag: hold cwnd */
 	__u32 samples;
+	__u32 trace_round_end;
 };
 
-static __always_inline void bfa_clear(struct bfa *ca)
+static __always_inline void bfa_trace(struct sock *sk, struct bfa *ca, enum ccb_event event)
 {
+	ccb_trace(sk, event, ca->flag, ca->srv_us, ca->srtt_us_x8 >> 3, 0);
+}
+
+static __always_inline void bfa_clear(struct sock *sk, struct bfa *ca, enum ccb_event event)
+{
+	bfa_trace(sk, ca, event);
 	ca->flag = 0;
 }
 
@@ -48,6 +58,7 @@ void BPF_PROG(ccb_bfa_init, struct sock *sk)
 	ca->srv_us = 0;
 	ca->flag = 0;
 	ca->samples = 0;
+	ca->trace_round_end = ccb_tcp_sk(sk)->snd_nxt;
 }
 
 SEC("struct_ops/ccb_bfa_pkts_acked")
@@ -70,10 +81,13 @@ void BPF_PROG(ccb_bfa_pkts_acked, struct sock *sk, const struct ack_sample *samp
 	ca->srv_us = (alpha * ca->srv_us + (256 - alpha) * delta) >> 8;
 	ca->srtt_us_x8 = ca->srtt_us_x8 - (ca->srtt_us_x8 >> 3) + rtt;
 	if (ca->flag) {
-		if (ca->srv_us <= sigma_off_us)
+		if (ca->srv_us <= sigma_off_us) {
 			ca->flag = 0;
+			bfa_trace(sk, ca, CCB_EV_CHANGE);
+		}
 	} else if (ca->srv_us > sigma_on_us) {
 		ca->flag = 1;
+		bfa_trace(sk, ca, CCB_EV_CHANGE);
 	}
 }
 
@@ -82,6 +96,8 @@ void BPF_PROG(ccb_bfa_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct bfa *ca = ccb_priv(sk);
 
+	if (ccb_round_ended(sk, &ca->trace_round_end))
+		bfa_trace(sk, ca, CCB_EV_ROUND);
 	if (ca->flag)
 		return; /* Buffer Fill Avoidance: the window is held */
 	ccb_reno_grow(sk, acked);
@@ -91,7 +107,7 @@ SEC("struct_ops/ccb_bfa_ssthresh")
 __u32 BPF_PROG(ccb_bfa_ssthresh, struct sock *sk)
 {
 	/* Called when the window is cut: fast retransmit or timeout. */
-	bfa_clear(ccb_priv(sk));
+	bfa_clear(sk, ccb_priv(sk), CCB_EV_LOSS);
 	return ccb_reno_halve(sk);
 }
 
@@ -99,7 +115,7 @@ SEC("struct_ops/ccb_bfa_set_state")
 void BPF_PROG(ccb_bfa_set_state, struct sock *sk, __u8 new_state)
 {
 	if (new_state == TCP_CA_Loss)
-		bfa_clear(ccb_priv(sk));
+		bfa_clear(sk, ccb_priv(sk), CCB_EV_TIMEOUT);
 }
 
 SEC("struct_ops/ccb_bfa_undo_cwnd")

@@ -8,6 +8,12 @@
  *   per run so that concurrent runs cannot collide.
  * - No floating point and no signed division (clang 14): fractions are fixed point with a
  *   power-of-two denominator, signed values are scaled with arithmetic shifts.
+ * - State trace: every controller declares up to four variables of its own with
+ *   CCB_STATE_FIELDS("a,b") and reports them with ccb_trace() once per round trip
+ *   (ccb_trace_round) and at each congestion event. Samples go to a ring buffer whose name the
+ *   loader makes unique per run; the worker reads it while the run lasts (workers/bpf_trace.py)
+ *   and the reports plot the variables per flow. A name ending in `_x256` is fixed point over
+ *   256; the reports divide it and drop the suffix.
  */
 #ifndef CCBENCH_CC_H
 #define CCBENCH_CC_H
@@ -35,6 +41,74 @@ static __always_inline void *ccb_priv(const struct sock *sk)
 {
 	return (void *)ccb_csk(sk)->icsk_ca_priv;
 }
+
+/* --- state trace ------------------------------------------------------------------------- */
+
+enum ccb_event {
+	CCB_EV_ROUND = 0,   /* one per round trip */
+	CCB_EV_LOSS = 1,    /* the window was cut (ssthresh called: fast retransmit or timeout) */
+	CCB_EV_TIMEOUT = 2, /* retransmission timeout (TCP_CA_Loss) */
+	CCB_EV_CHANGE = 3,  /* the algorithm's own state changed (e.g. BFA's flag) */
+};
+
+/* 64 bytes; workers/bpf_trace.py decodes exactly this layout. */
+struct ccb_sample {
+	__u64 t_ns;      /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u32 seq;       /* per registration; a gap means the reader fell behind */
+	__u32 saddr;     /* the sender's IPv4 address, network order */
+	__u16 sport;     /* the sender's port, host order */
+	__u16 event;     /* enum ccb_event */
+	__u32 cwnd;      /* segments */
+	__u32 ssthresh;  /* segments */
+	__u32 srtt_us;   /* the kernel's smoothed RTT */
+	__s64 state[4];  /* the algorithm's variables, in CCB_STATE_FIELDS order */
+};
+
+/* The loader renames this map per run (the placeholder is exactly 15 bytes, like its names). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} ccb_trace_ring_ SEC(".maps");
+
+__u32 ccb_trace_seq = 0;
+
+#define CCB_STATE_FIELDS(names) const volatile char ccb_state_fields[64] = names
+
+static __always_inline void ccb_trace(const struct sock *sk, enum ccb_event event, __s64 s0,
+				      __s64 s1, __s64 s2, __s64 s3)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	struct ccb_sample *s = bpf_ringbuf_reserve(&ccb_trace_ring_, sizeof(*s), 0);
+
+	if (!s)
+		return; /* the reader fell behind; the gap in seq tells it */
+	s->t_ns = bpf_ktime_get_ns();
+	s->seq = __sync_fetch_and_add(&ccb_trace_seq, 1);
+	s->saddr = sk->__sk_common.skc_rcv_saddr;
+	s->sport = sk->__sk_common.skc_num;
+	s->event = event;
+	s->cwnd = tp->snd_cwnd;
+	s->ssthresh = tp->snd_ssthresh;
+	s->srtt_us = tp->srtt_us >> 3;
+	s->state[0] = s0;
+	s->state[1] = s1;
+	s->state[2] = s2;
+	s->state[3] = s3;
+	bpf_ringbuf_submit(s, 0);
+}
+
+/* Trace once per round trip: when snd_una passes `*round_end` (kept in the algorithm's state). */
+static __always_inline bool ccb_round_ended(const struct sock *sk, __u32 *round_end)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+
+	if ((__s32)(tp->snd_una - *round_end) < 0)
+		return false;
+	*round_end = tp->snd_nxt;
+	return true;
+}
+
+/* --- Reno's building blocks ---------------------------------------------------------------- */
 
 static __always_inline bool ccb_in_slow_start(const struct tcp_sock *tp)
 {

@@ -24,6 +24,9 @@ const volatile __u32 alpha_pkts = 1;
 const volatile __u32 beta_pkts = 3;
 const volatile __u32 gamma_pkts = 1;
 
+/* Traced once per round trip, after the round's decision. */
+CCB_STATE_FIELDS("diff_x256,base_rtt_us,round_min_rtt_us");
+
 struct vegas {
 	__u32 base_rtt_us;  /* lifetime minimum */
 	__u32 min_rtt_us;   /* minimum of this round */
@@ -38,6 +41,12 @@ static __always_inline void vegas_new_round(struct sock *sk, struct vegas *ca)
 	ca->round_end = ccb_tcp_sk(sk)->snd_nxt;
 	ca->min_rtt_us = 0x7fffffff;
 	ca->samples = 0;
+}
+
+static __always_inline void vegas_end_round(struct sock *sk, struct vegas *ca)
+{
+	ccb_trace(sk, CCB_EV_ROUND, ca->diff_x256, ca->base_rtt_us, ca->min_rtt_us, 0);
+	vegas_new_round(sk, ca);
 }
 
 SEC("struct_ops/ccb_vegas_init")
@@ -83,7 +92,7 @@ void BPF_PROG(ccb_vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	/* A round trip ended: decide once for the next one. */
 	if (ca->samples <= 2) {
 		ccb_reno_grow(sk, acked);
-		vegas_new_round(sk, ca);
+		vegas_end_round(sk, ca);
 		return;
 	}
 	rtt = ca->min_rtt_us;
@@ -106,12 +115,15 @@ void BPF_PROG(ccb_vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tp->snd_cwnd = CCB_MAX(tp->snd_cwnd, 2U);
 	tp->snd_cwnd = CCB_MIN(tp->snd_cwnd, tp->snd_cwnd_clamp);
 	tp->snd_ssthresh = CCB_MAX(tp->snd_ssthresh, 2U);
-	vegas_new_round(sk, ca);
+	vegas_end_round(sk, ca);
 }
 
 SEC("struct_ops/ccb_vegas_ssthresh")
 __u32 BPF_PROG(ccb_vegas_ssthresh, struct sock *sk)
 {
+	struct vegas *ca = ccb_priv(sk);
+
+	ccb_trace(sk, CCB_EV_LOSS, ca->diff_x256, ca->base_rtt_us, ca->min_rtt_us, 0);
 	return ccb_reno_halve(sk);
 }
 

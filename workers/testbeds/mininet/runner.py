@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workers import bpf
+from workers.bpf_trace import TRACE_FILE, TraceRecorder
 from workers.testbeds.mininet.plan import Plan
 
 SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
@@ -81,9 +82,25 @@ def run_sandbox(
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         with bpf.loaded(plan.controllers, run_dir):
-            return _run_sandbox(plan, on_event, should_cancel, deadline_s, poll_s, sandbox_python)
+            recorder = TraceRecorder(run_dir / TRACE_FILE)
+            for controller in plan.controllers:
+                recorder.add(controller.name, run_dir / f"{controller.name}.bpf.o")
+            recorder.start()
+            try:
+                result = _run_sandbox(
+                    plan, on_event, should_cancel, deadline_s, poll_s, sandbox_python
+                )
+            finally:
+                trace = recorder.stop()
     except bpf.BpfError as exc:
         return SandboxResult("error", f"BPF congestion controllers: {exc}", None, 0.0)
+    # The sandbox wrote the provenance; the state trace is the worker's part of it.
+    provenance = run_dir / "provenance.json"
+    if provenance.exists():
+        data = json.loads(provenance.read_text())
+        data["bpf_trace"] = trace
+        provenance.write_text(json.dumps(data, indent=2))
+    return result
 
 
 def _run_sandbox(
