@@ -100,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("reap", help="fail or requeue runs whose worker died").set_defaults(
         func=cmd_reap
     )
+    probe = sub.add_parser(
+        "probe", help="what this host can run: controllers, netem, NFQUEUE, BPF struct_ops"
+    )
+    probe.add_argument("--json", action="store_true", help="print JSON")
+    probe.set_defaults(func=cmd_probe)
     return parser
 
 
@@ -250,6 +255,34 @@ def cmd_reap(_args: argparse.Namespace) -> int:
     for r in reaped:
         print(f"{r.run_id}: {r.action} ({r.detail})")
     print(f"{len(reaped)} run(s) reaped")
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Probe this host as a worker would: kernel, built-in controllers, NFQUEUE, and which BPF
+    controllers the kernel accepts (loading needs root; each is removed again at once)."""
+    import os
+
+    from workers import bpf
+    from workers.testbeds.mininet.probe import probe_host
+
+    host = probe_host(in_private_netns=False)
+    host["bpf"] = bpf.probe(try_load=os.geteuid() == 0)
+    if args.json:
+        print(json.dumps(host, indent=2))
+        return 0
+    print(f"kernel      {host['kernel']} ({host['machine']}, {host['cpus']} CPUs)")
+    print(f"built-in    {' '.join(host['congestion_controls'])}")
+    print(f"nfqueue     {'yes' if host['nfqueue'] else 'no'}")
+    print("netem       probed per run, inside the run's own namespace")
+    found = host["bpf"]
+    print(
+        f"btf         {'yes' if found['btf'] else 'no'}; bpftool: {found['bpftool'] or 'missing'}"
+    )
+    if os.geteuid() != 0:
+        print("bpf         loading not tried: run as root to check what the kernel accepts")
+    for algorithm, state in found["loadable"].items():
+        print(f"bpf {algorithm:<16} {state}")
     return 0
 
 

@@ -274,3 +274,28 @@ def test_worker_sweep_keeps_only_controllers_of_active_runs(tmp_path: Path) -> N
         assert orphan.name not in bpf.registered()
     finally:
         bpf.unregister(orphan.name)
+
+
+@pytest.mark.root
+def test_probe_reports_which_controllers_the_kernel_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = HostState.capture()
+    found = bpf.probe()
+    assert found["btf"] and found["struct_ops"]
+    assert found["loadable"] == {a.value: "ok" for a in BPF_ALGORITHMS}
+    # A broken object and missing ones are reported with their reason, not as loadable.
+    (tmp_path / "reno.bpf.o").write_bytes(b"not an object")
+    found = bpf.probe(tmp_path)
+    assert found["objects"] == ["reno"]
+    assert found["loadable"]["reno"] == "not a 64-bit little-endian ELF object"
+    assert found["loadable"]["bfa"].startswith("not built: ")
+    assert not found["struct_ops"]
+    # The CLI prints the same probe for the host.
+    from ccbench.cli import main
+
+    assert main(["probe", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["bpf"]["loadable"]["vegas"] == "ok"
+    assert "reno" in printed["congestion_controls"]
+    assert HostState.capture().leftovers_since(before) == []

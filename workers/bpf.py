@@ -237,12 +237,14 @@ def unregister(name: str) -> bool:
 
 
 @contextlib.contextmanager
-def loaded(controllers: Iterable[ControllerPlan], work_dir: Path) -> Iterator[list[str]]:
+def loaded(
+    controllers: Iterable[ControllerPlan], work_dir: Path, build_dir: Path = BPF_BUILD_DIR
+) -> Iterator[list[str]]:
     """Register the run's controllers; unregister them when the block ends, however it ends."""
     done: list[str] = []
     try:
         for controller in controllers:
-            register(controller, work_dir)
+            register(controller, work_dir, build_dir)
             done.append(controller.name)
         yield done
     finally:
@@ -261,3 +263,55 @@ def sweep(active_run_ids: Iterable[str]) -> list[str]:
         if match and match.group(1) not in keep and unregister(name):
             removed.append(name)
     return removed
+
+
+# --- what this host can load --------------------------------------------------------------
+
+BTF = Path("/sys/kernel/btf/vmlinux")
+
+
+def probe(build_dir: Path = BPF_BUILD_DIR, try_load: bool = True) -> dict[str, Any]:
+    """BPF support of this host: kernel BTF, bpftool, the objects built, and (with `try_load`,
+    as root) whether the kernel accepts each one: every object is registered under a probe
+    name and removed again at once. `loadable` maps each algorithm to "ok" or the reason."""
+    tool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    version = None
+    if Path(tool).exists():
+        done = subprocess.run([tool, "version"], capture_output=True, text=True, check=False)
+        version = done.stdout.splitlines()[0].strip() if done.returncode == 0 else None
+    built = sorted(a.value for a in PARAMETERS if object_path(a.value, build_dir).exists())
+    result: dict[str, Any] = {
+        "btf": BTF.exists(),
+        "bpftool": version,
+        "objects": built,
+        "loadable": {},
+    }
+    for algorithm in sorted(a.value for a in PARAMETERS):
+        if not BTF.exists():
+            reason = "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
+        elif version is None:
+            reason = "bpftool is not installed"
+        elif algorithm not in built:
+            reason = f"not built: {object_path(algorithm, build_dir)} is missing"
+        elif not try_load:
+            reason = "not tried"
+        else:
+            reason = _try_load(algorithm, build_dir)
+        result["loadable"][algorithm] = reason
+    result["struct_ops"] = any(v == "ok" for v in result["loadable"].values()) or None
+    return result
+
+
+def _try_load(algorithm: str, build_dir: Path) -> str:
+    import os
+    import tempfile
+
+    name = controller_name(f"probe-{os.getpid()}", 0, algorithm)
+    plan = ControllerPlan(name, algorithm, {}, {})
+    with tempfile.TemporaryDirectory(prefix="ccbench-probe-") as work:
+        try:
+            with loaded([plan], Path(work), build_dir):
+                pass
+        except BpfError as exc:
+            return str(exc)
+    return "ok"
