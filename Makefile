@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf
 
 install:
 	scripts/install.sh
@@ -46,3 +46,6 @@ bench-analysis:
 
 bench-report:
 	$(PY) -m bench.report
+
+bench-bpf:
+	$(PY) -m bench.bpf
