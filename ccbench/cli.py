@@ -470,6 +470,8 @@ def print_report(report: dict[str, Any]) -> None:
                 f"  flow {flow['flow']} {flow['algorithm']:<8} goodput_bps="
                 f"{_fmt(flow.get('goodput_bps'), 'bps')}  rtt_mean_s="
                 f"{_fmt(flow.get('rtt_mean_s'), 's')}  retransmits={_fmt(flow.get('retransmits'))}"
+                f"  queue_delay_mean_s={_fmt(flow.get('queue_delay_mean_s'), 's')}"
+                f"  loss_rate={_fmt(flow.get('loss_rate'))}"
             )
         aggregate = run.get("aggregate") or {}
         if aggregate:

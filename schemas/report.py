@@ -19,6 +19,12 @@ class FlowMetrics(BaseModel):
     retransmits: int | None
     bytes_received: int
     direction: str = Field("forward", description="reverse: reverse-path traffic")
+    queue_delay_mean_s: float | None = Field(
+        None, description="mean wait of the flow's packets in the bottleneck queue (emulator log)"
+    )
+    loss_rate: float | None = Field(
+        None, description="the flow's packets dropped at the bottleneck / arrived (emulator log)"
+    )
 
 
 class AggregateMetrics(BaseModel):

@@ -62,6 +62,37 @@ def test_hand_computed_queue(tmp_path: Path) -> None:
     assert m["series"]["drops"] == [0, 0, 0, 1]
 
 
+def test_per_flow_loss_and_queueing_delay_by_sender(tmp_path: Path) -> None:
+    """The same four packets as above; flow 0 (10.1.1.1:40000) sent the first and third, flow
+    1 (10.1.1.2:40001) the second and the dropped fourth; flow 2 sent nothing that was logged
+    and flow 3 has no known sender."""
+    path = tmp_path / "link.bin"
+    write_log(
+        path,
+        [
+            (0, 1000, 1010, 0, 1500, 0),
+            (0, 2000, 2030, 1, 1500, 0),
+            (0, 3000, 3000, 2, 1500, 0),
+            (0, 0, 0, 3, 1500, 1),
+        ],
+    )
+    _, log = read_packet_log(path)
+    records = np.array(log)
+    for i, (address, port) in enumerate([((10, 1, 1, 1), 40000), ((10, 1, 1, 2), 40001)] * 2):
+        records[i]["src"] = int.from_bytes(bytes(address), "little")
+        records[i]["sport"] = port
+    senders = [("10.1.1.1", 40000), ("10.1.1.2", 40001), ("10.1.1.3", 40000), None]
+    m = queue_metrics(records, T0 / 1e6, (T0 + 4000) / 1e6, 12e6, senders=senders)
+    first, second, silent = m["per_flow"][:3]
+    assert (first["arrivals"], first["drops"], first["loss_rate"]) == (2, 0, 0)
+    assert first["queue_delay_mean_s"] == pytest.approx(0.001)  # waited 0 and 2 ms
+    assert (second["arrivals"], second["drops"], second["loss_rate"]) == (2, 1, 0.5)
+    assert second["queue_delay_mean_s"] == pytest.approx(0.001)  # waited 1 ms
+    assert silent == {"arrivals": 0, "drops": 0, "loss_rate": None, "queue_delay_mean_s": None}
+    assert len(m["per_flow"]) == 4
+    assert queue_metrics(records, T0 / 1e6, (T0 + 4000) / 1e6, 12e6)["per_flow"] is None
+
+
 def test_not_a_packet_log(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"nope")
     with pytest.raises(PacketLogError, match="not a ccbench-link packet log"):
@@ -87,8 +118,12 @@ def test_chunked_analysis_matches_the_whole_log(
     write_log(path, rows)
     _, records = read_packet_log(path)
     window = (T0 / 1e6 + 0.01, T0 / 1e6 + 0.3)
-    whole = queue_metrics(records, *window, 12e6)
+    senders: list[tuple[str, int] | None] = [("0.0.0.0", 0)]  # every row's src and port
+    whole = queue_metrics(records, *window, 12e6, senders=senders)
     monkeypatch.setattr(packetlog, "CHUNK_RECORDS", 37)
-    chunked = queue_metrics(records, *window, 12e6)
+    chunked = queue_metrics(records, *window, 12e6, senders=senders)
     assert whole.pop("series") and chunked.pop("series")
+    [whole_flow], [chunked_flow] = whole.pop("per_flow"), chunked.pop("per_flow")
     assert chunked == pytest.approx(whole)
+    assert chunked_flow == pytest.approx(whole_flow)
+    assert whole_flow["loss_rate"] == pytest.approx(whole["loss_rate"])

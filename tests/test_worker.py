@@ -143,6 +143,12 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     # Payload share of a 1500-byte IP packet: 1448 bytes (TCP with timestamps).
     assert sum(f["goodput_bps"] for f in r["flows"]) == pytest.approx(10e6 * 1448 / 1500, rel=0.05)
     assert [f["algorithm"] for f in r["flows"]] == ["reno", "cubic"]
+    # Each flow's own packets at the bottleneck: their waits average to the queue's, within
+    # the spread between flows, and their drops add up to the queue's.
+    delays = [f["queue_delay_mean_s"] for f in r["flows"]]
+    assert all(d is not None and d > 0 for d in delays), delays
+    assert min(delays) * 0.9 <= aggregate["queue_delay_mean_s"] <= max(delays) * 1.1
+    assert all(0 <= f["loss_rate"] < 0.1 for f in r["flows"])
     assert run.provenance["kernel"] and run.provenance["seed"] == 1
     assert run.provenance["link_mechanism"] == "emulator"
     assert applied["queue_source"] == "emulator_log"

@@ -6,6 +6,7 @@ The file is memory-mapped, so a long run's log is read column by column without 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -105,13 +106,60 @@ def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[A
 
 
 def queue_metrics_from_file(
-    path: Path, start_s: float, end_s: float, capacity_bps: float
+    path: Path,
+    start_s: float,
+    end_s: float,
+    capacity_bps: float,
+    senders: list[tuple[str, int] | None] | None = None,
 ) -> dict[str, Any]:
     """queue_metrics over a log file, streamed; the scheduled delay (lateness is measured
     against it) is the emulator's configured delay plus half its jitter, from the header."""
     header, count, chunks = iter_chunks(path)
     delay_us = int(header.get("delay_us", 0)) + int(header.get("jitter_us", 0)) // 2
-    return queue_metrics(chunks, start_s, end_s, capacity_bps, delay_us, total=count)
+    return queue_metrics(
+        chunks, start_s, end_s, capacity_bps, delay_us, total=count, senders=senders
+    )
+
+
+def sender_key(address: str, port: int) -> int:
+    """A flow's key in the log: src as stored (network-order bytes read little-endian), port."""
+    return (int.from_bytes(socket.inet_aton(address), "little") << 16) | port
+
+
+class _PerFlow:
+    """Arrivals, drops and queueing delay per flow, identified by the sender's address and
+    port; packets of no listed flow (ACKs of reverse flows, pings) are counted apart."""
+
+    def __init__(self, senders: list[tuple[str, int] | None]) -> None:
+        keyed = [(sender_key(*s), i) for i, s in enumerate(senders) if s is not None]
+        keyed.sort()
+        self.n = len(senders)
+        self.keys = np.array([k for k, _ in keyed], dtype=np.uint64)
+        self.index = np.array([i for _, i in keyed], dtype=np.int64)
+        self.arrivals = np.zeros(self.n + 1)
+        self.drops = np.zeros(self.n + 1)
+        self.wait_sum = np.zeros(self.n + 1)
+        self.wait_count = np.zeros(self.n + 1)
+
+    def flow_of(self, chunk: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        key = (chunk["src"].astype(np.uint64) << np.uint64(16)) | chunk["sport"].astype(np.uint64)
+        if not len(self.keys):
+            return np.full(len(chunk), self.n, dtype=np.int64)
+        at = np.clip(np.searchsorted(self.keys, key), 0, len(self.keys) - 1)
+        return np.where(self.keys[at] == key, self.index[at], self.n)
+
+    def result(self) -> list[dict[str, float | None]]:
+        return [
+            {
+                "arrivals": float(self.arrivals[i]),
+                "drops": float(self.drops[i]),
+                "loss_rate": self.drops[i] / self.arrivals[i] if self.arrivals[i] else None,
+                "queue_delay_mean_s": self.wait_sum[i] / self.wait_count[i] / 1e6
+                if self.wait_count[i]
+                else None,
+            }
+            for i in range(self.n)
+        ]
 
 
 def queue_metrics(
@@ -122,6 +170,7 @@ def queue_metrics(
     delay_us: int = 0,
     series_points: int = 2000,
     total: int | None = None,
+    senders: list[tuple[str, int] | None] | None = None,
 ) -> dict[str, Any]:
     """Exact bottleneck metrics over the window [start_s, end_s) (Unix seconds), streaming over
     the log in chunks.
@@ -132,7 +181,9 @@ def queue_metrics(
     right after an arrival, at the length it saw plus itself; queueing delay of a packet =
     departure - arrival - its own transmission time at capacity_bps. Timing fidelity: release
     lateness = release - departure - delay; spacing error = |release gap - departure gap| of
-    back-to-back packets (the next arrived before the previous one had left)."""
+    back-to-back packets (the next arrived before the previous one had left). With `senders`
+    (each flow's sender address and port, or None), also per flow: arrivals, drops, loss rate
+    and mean queueing delay of its packets that arrived in the window (`per_flow`)."""
     w0, w1 = int(start_s * 1e6), int(end_s * 1e6)
     window_s = (w1 - w0) / 1e6
     arrivals = drops = full_drops = 0
@@ -156,6 +207,7 @@ def queue_metrics(
     sample_drops: list[int] = []
     drops_before = 0
     begin = 0
+    per_flow = _PerFlow(senders) if senders is not None else None
     for chunk in chunks:
         arrival = chunk["arrival_us"].astype(np.int64)
         fate = chunk["fate"]
@@ -166,6 +218,12 @@ def queue_metrics(
         drops += int(np.count_nonzero(dropped))
         full_drops += int(np.count_nonzero(in_window & (fate == DROPPED_FULL)))
 
+        if per_flow is not None:
+            flow_of = per_flow.flow_of(chunk)
+            width = per_flow.n + 1
+            per_flow.arrivals += np.bincount(flow_of[in_window], minlength=width)
+            per_flow.drops += np.bincount(flow_of[dropped], minlength=width)
+            forwarded_flow = flow_of[forwarded]
         fw = chunk[forwarded]
         a = fw["arrival_us"].astype(np.int64)
         d = fw["departure_us"].astype(np.int64)
@@ -183,6 +241,10 @@ def queue_metrics(
             waits = (d - a)[arrived] - length[arrived] * 8e6 / capacity_bps
             wait_sum += float(waits.sum())
             wait_count += int(np.count_nonzero(arrived))
+            if per_flow is not None:
+                owner = forwarded_flow[arrived]
+                per_flow.wait_sum += np.bincount(owner, weights=waits, minlength=width)
+                per_flow.wait_count += np.bincount(owner, minlength=width)
         late.add((r - d - int(delay_us))[departed])
         # Back-to-back pairs, including the one across the chunk boundary.
         if previous is not None and len(fw):
@@ -221,6 +283,7 @@ def queue_metrics(
         "release_late_us_mean": late.mean(),
         "release_late_us_p50": late.percentile(50),
         "release_late_us_p99": late.percentile(99),
+        "per_flow": per_flow.result() if per_flow is not None else None,
         "series": {
             "ts": [round(sample_t[k] / 1e6, 6) for k in order],
             "qlen_pkts": [sample_q[k] for k in order],

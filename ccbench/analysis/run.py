@@ -99,6 +99,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     goodputs: list[float] = []
     rtts: list[float] = []
     min_rtts: list[float] = []
+    senders: list[tuple[str, int] | None] = []
     for i, flow in enumerate(spec.flows):
         start = t0 + flow.start
         window = Window(
@@ -147,6 +148,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
             }
         )
         series[f"flow-{i}.goodput"] = downsample(_goodput_series(received, t0))
+        senders.append(_sender(summary) if flow.direction == "forward" else None)
         if summary and summary.get("local") and trace:
             state = _state_series(trace, str(summary["local"]), t0)
             if state:
@@ -154,7 +156,11 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
 
     if emulated:
         log = run_dir / f"link-{spec.bottleneck_index}-data.bin"
-        queue = _queue_metrics_from_log(log, run_window, bottleneck.rate, t0)
+        queue = _queue_metrics_from_log(log, run_window, bottleneck.rate, t0, senders)
+        for flow_metrics, at_queue in zip(flows, queue.pop("per_flow") or [], strict=True):
+            if senders[flow_metrics.flow] is not None:
+                flow_metrics.queue_delay_mean_s = at_queue["queue_delay_mean_s"]
+                flow_metrics.loss_rate = at_queue["loss_rate"]
     else:
         qdisc = list(read_jsonl(run_dir / "qdisc.jsonl"))
         queue = _queue_metrics(qdisc, run_window, bottleneck.rate, t0)
@@ -314,12 +320,24 @@ def _goodput_series(received: list[dict[str, Any]], t0: float) -> dict[str, list
     return {"t_s": times, "goodput_bps": rates}
 
 
+def _sender(summary: dict[str, Any] | None) -> tuple[str, int] | None:
+    """The sender's address and port as its agent reported them ("10.0.0.1:43210")."""
+    if not summary or not summary.get("local"):
+        return None
+    address, _, port = str(summary["local"]).rpartition(":")
+    return address, int(port)
+
+
 def _queue_metrics_from_log(
-    path: Path, window: Window, capacity_bps: float, t0: float
+    path: Path,
+    window: Window,
+    capacity_bps: float,
+    t0: float,
+    senders: list[tuple[str, int] | None] | None = None,
 ) -> dict[str, Any]:
     if not path.exists():
         raise AnalysisError(f"{path.name} (the emulator's packet log) is missing")
-    metrics = queue_metrics_from_file(path, window.start, window.end, capacity_bps)
+    metrics = queue_metrics_from_file(path, window.start, window.end, capacity_bps, senders)
     raw = metrics.pop("series")
     metrics["series"] = {
         "t_s": [round(ts - t0, 6) for ts in raw["ts"]],
