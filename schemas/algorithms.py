@@ -87,6 +87,13 @@ PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
     ),
 }  # fmt: skip
 
+# Algorithms that cannot be kernel TCP controllers, and why: they run only in ccbench's
+# userspace transport (issue 5).
+USERSPACE_ONLY: dict[Algorithm, str] = {
+    Algorithm.arb: "ARB needs the receiver to measure one-way delay changes (seed 002)",
+    Algorithm.tfrc: "TFRC is a rate-based protocol over UDP with receiver feedback (seed 004)",
+}
+
 # Algorithms ccbench ships as BPF struct_ops controllers (agents/kernel/bpf/<id>.bpf.c).
 BPF_ALGORITHMS: frozenset[Algorithm] = frozenset(PARAMETERS)
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.algorithms import PARAMETERS, Algorithm, Runtime, runtimes_of
+from schemas.algorithms import PARAMETERS, USERSPACE_ONLY, Algorithm, Runtime, runtimes_of
 from schemas.units import Buffer, BufferSize, Duration, Rate
 
 SCHEMA_VERSION = 1
@@ -221,6 +221,12 @@ class Flow(StrictModel):
     def _runtime_exists(self) -> Flow:
         runtimes = runtimes_of(self.algorithm)
         wanted = Runtime.kernel_bpf if self.runtime == "bpf" else Runtime.kernel_builtin
+        if self.algorithm in USERSPACE_ONLY:
+            raise ValueError(
+                f"algorithm {self.algorithm.value!r} is userspace-only: "
+                f"{USERSPACE_ONLY[self.algorithm]}; ccbench's userspace transport is not "
+                "available yet"
+            )
         if wanted not in runtimes:
             offered = sorted(a.value for a in Algorithm if wanted in runtimes_of(a))
             hint = "; set runtime: bpf" if Runtime.kernel_bpf in runtimes else ""

@@ -106,6 +106,13 @@ def test_unknown_fields_and_missing_runtimes_name_the_field() -> None:
     errors = {e["loc"]: e["msg"] for e in errors_of(info.value)}
     assert any(loc.endswith("flows.0.algoritm") for loc in errors), errors
     assert any("bfa" in msg and "kernel/builtin" in msg for msg in errors.values()), errors
+    # ARB and TFRC cannot be kernel controllers: the error says so, for either runtime.
+    for runtime in ("builtin", "bpf"):
+        raw["flows"] = [{"algorithm": "tfrc", "runtime": runtime}]
+        with pytest.raises(ValidationError) as info:
+            SUBMISSION.validate_python(raw)
+        messages = [e["msg"] for e in errors_of(info.value)]
+        assert any("'tfrc' is userspace-only" in m and "seed 004" in m for m in messages), messages
 
 
 def test_matrix_product_zip_repetitions_and_seeds() -> None:
