@@ -15,19 +15,41 @@ from api.errors import ValidationFailed
 from ccbench.analysis.metrics import median, siqr
 from schemas import AggregateMetrics, ExperimentReport
 
-Table = Literal["runs", "flows"]
+Table = Literal["runs", "flows", "series"]
+# A run's stored series by name, each {"t_s": [...], "<column>": [...]}.
+RunSeriesData = dict[str, dict[str, dict[str, Any]]]
 
 
 def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-def export_rows(report: ExperimentReport, table: Table) -> tuple[list[str], list[list[Any]]]:
+def export_rows(
+    report: ExperimentReport, table: Table, series: RunSeriesData | None = None
+) -> tuple[list[str], list[list[Any]]]:
     """(columns, rows) of a table. `runs`: one row per run with its axes and aggregate
-    metrics; `flows`: one row per flow with its run's axes and the flow's metrics. Axis values
-    are written as text (an axis may mix types)."""
+    metrics; `flows`: one row per flow with its run's axes and the flow's metrics; `series`:
+    the runs' time series in long form, one row per (run, series, variable, time) — e.g.
+    series `flow-0.tcp_info`, variable `cwnd_pkts` — from `series` (run id -> its series).
+    Axis values are written as text (an axis may mix types)."""
     axes = report.axes
     rows: list[list[Any]] = []
+    if table == "series":
+        columns = ["run_id", "status", "point_index", "repetition", *axes,
+                   "series", "variable", "t_s", "value"]  # fmt: skip
+        for run in report.runs:
+            head = [run.run_id, run.status, run.point_index, run.repetition]
+            head += [_axis_text(run.axis_values.get(a)) for a in axes]
+            for name, data in sorted((series or {}).get(run.run_id, {}).items()):
+                times = data.get("t_s") or []
+                for variable, column in sorted(data.items()):
+                    if variable == "t_s":
+                        continue
+                    rows.extend(
+                        [*head, name, variable, t, _number(v)]
+                        for t, v in zip(times, column, strict=False)
+                    )
+        return columns, rows
     if table == "runs":
         metrics = list(AggregateMetrics.model_fields)
         columns = ["run_id", "status", "point_index", "repetition", "seed", *axes, *metrics]
@@ -55,14 +77,18 @@ def export_rows(report: ExperimentReport, table: Table) -> tuple[list[str], list
     return columns, rows
 
 
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def _axis_text(value: Any) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def export_csv(report: ExperimentReport, table: Table) -> str:
-    columns, rows = export_rows(report, table)
+def export_csv(report: ExperimentReport, table: Table, series: RunSeriesData | None = None) -> str:
+    columns, rows = export_rows(report, table, series)
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(columns)
@@ -70,12 +96,14 @@ def export_csv(report: ExperimentReport, table: Table) -> str:
     return out.getvalue()
 
 
-def export_parquet(report: ExperimentReport, table: Table) -> bytes:
+def export_parquet(
+    report: ExperimentReport, table: Table, series: RunSeriesData | None = None
+) -> bytes:
     """The same table as Parquet (columns typed from their values; nulls kept)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    columns, rows = export_rows(report, table)
+    columns, rows = export_rows(report, table, series)
     arrow = pa.table({name: [row[i] for row in rows] for i, name in enumerate(columns)})
     out = io.BytesIO()
     pq.write_table(arrow, out)

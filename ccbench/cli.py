@@ -88,9 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true")
     compare.add_argument("--plot", type=Path, metavar="FILE", help="also draw it (PNG, SVG, PDF)")
     compare.set_defaults(func=cmd_compare)
-    export = sub.add_parser("export", help="an experiment's runs or flows as CSV or Parquet")
+    export = sub.add_parser(
+        "export", help="an experiment's runs, flows or time series as CSV or Parquet"
+    )
     export.add_argument("id")
-    export.add_argument("--table", choices=["runs", "flows"], default="runs")
+    export.add_argument("--table", choices=["runs", "flows", "series"], default="runs")
     export.add_argument("--format", choices=["csv", "parquet"], default="csv")
     export.add_argument("--output", "-o", type=Path, help="file to write (default: stdout, CSV)")
     export.set_defaults(func=cmd_export)

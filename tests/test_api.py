@@ -247,7 +247,7 @@ def test_openapi_documents_the_endpoints(client: TestClient) -> None:
 def finish_runs_with(experiment_id: str, utilization: Any) -> None:
     """Store results on the experiment's runs as a worker would (status done, a summary and
     one flow each), with utilization = utilization(axis_values, repetition)."""
-    from ccbench.db.models import FlowResult
+    from ccbench.db.models import FlowResult, RunSeries
     from schemas import AggregateMetrics, AppliedConditions, RunSummary
 
     empty = {name: None for name in AggregateMetrics.model_fields}
@@ -282,6 +282,13 @@ def finish_runs_with(experiment_id: str, utilization: Any) -> None:
                         "retransmits": 3,
                         "bytes_received": 1000,
                     },
+                )
+            )
+            session.add(
+                RunSeries(
+                    run_id=run.id,
+                    name="flow-0.tcp_info",
+                    data={"t_s": [0.0, 0.5], "cwnd_pkts": [10, 20], "srtt_s": [0.04, None]},
                 )
             )
 
@@ -367,3 +374,22 @@ def test_compare_metric_against_axes_and_export_csv(
         "1bdp",
         "2bdp",
     ]
+    # Time series in long form: (run, series, variable, t_s, value), axes as columns.
+    series_csv = client.get(
+        f"/v1/experiments/{exp_id}/export.csv", params={"table": "series"}, headers=auth(token)
+    ).text.splitlines()
+    header = series_csv[0].split(",")
+    assert header[-4:] == ["series", "variable", "t_s", "value"]
+    assert "flows[*].algorithm" in header
+    assert len(series_csv) == 1 + 12 * 4  # 12 runs x 2 variables x 2 samples
+    assert series_csv[1].split(",")[-4:] == ["flow-0.tcp_info", "cwnd_pkts", "0.0", "10.0"]
+    assert series_csv[4].split(",")[-4:] == ["flow-0.tcp_info", "srtt_s", "0.5", ""]
+    parquet = client.get(
+        f"/v1/experiments/{exp_id}/export.parquet", params={"table": "series"}, headers=auth(token)
+    )
+    table = pq.read_table(io.BytesIO(parquet.content))
+    assert table.num_rows == 48 and table.schema.field("value").type == "double"
+    bad_table = client.get(
+        f"/v1/experiments/{exp_id}/export.csv", params={"table": "packets"}, headers=auth(token)
+    )
+    assert bad_table.status_code == 422 and "table" in bad_table.text

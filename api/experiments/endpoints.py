@@ -15,8 +15,16 @@ from api.experiments.schemas import (
     Page,
     RunSummary,
 )
-from api.exports import Comparison, Table, compare, export_csv, export_parquet
+from api.exports import (
+    Comparison,
+    RunSeriesData,
+    Table,
+    compare,
+    export_csv,
+    export_parquet,
+)
 from api.reports import build_experiment_report
+from api.runs.repository import series_of_experiment
 from ccbench.db.models import Experiment
 from ccbench.settings import get_settings
 from schemas import ExperimentReport, Submission
@@ -122,16 +130,27 @@ def experiment_compare(
     return compare(build_experiment_report(session, experiment), metric, x, by)
 
 
+TABLE_HELP = (
+    "runs (aggregate metrics), flows (per-flow metrics) or series (every run's time series in "
+    "long form: series, variable, t_s, value)"
+)
+
+
+def _series(session: DbSession, experiment: Experiment, table: Table) -> RunSeriesData | None:
+    return series_of_experiment(session, experiment.id) if table == "series" else None
+
+
 @router.get("/{experiment_id}/export.csv", response_class=PlainTextResponse)
 def experiment_export(
     experiment_id: str,
     session: DbSession,
     team: CurrentTeam,
-    table: Annotated[Table, Query(description="runs or flows")] = "runs",
+    table: Annotated[Table, Query(description=TABLE_HELP)] = "runs",
 ) -> PlainTextResponse:
-    """The experiment's runs or flows as CSV, axes as columns."""
+    """The experiment's runs, flows or time series as CSV, axes as columns."""
     experiment = service.get_experiment(session, team, experiment_id)
-    text = export_csv(build_experiment_report(session, experiment), table)
+    text = export_csv(build_experiment_report(session, experiment), table,
+                      _series(session, experiment, table))  # fmt: skip
     return PlainTextResponse(text, media_type="text/csv")
 
 
@@ -144,11 +163,12 @@ def experiment_export_parquet(
     experiment_id: str,
     session: DbSession,
     team: CurrentTeam,
-    table: Annotated[Table, Query(description="runs or flows")] = "runs",
+    table: Annotated[Table, Query(description=TABLE_HELP)] = "runs",
 ) -> Response:
-    """The experiment's runs or flows as Parquet, axes as columns."""
+    """The experiment's runs, flows or time series as Parquet, axes as columns."""
     experiment = service.get_experiment(session, team, experiment_id)
-    data = export_parquet(build_experiment_report(session, experiment), table)
+    data = export_parquet(build_experiment_report(session, experiment), table,
+                          _series(session, experiment, table))  # fmt: skip
     return Response(data, media_type="application/vnd.apache.parquet")
 
 

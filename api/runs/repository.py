@@ -1,6 +1,7 @@
 """Queries on runs, scoped to the team that owns their experiment."""
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,3 +21,19 @@ def series_of(session: Session, run_id: str) -> Sequence[RunSeries]:
     return session.scalars(
         select(RunSeries).where(RunSeries.run_id == run_id).order_by(RunSeries.name)
     ).all()
+
+
+def series_of_experiment(
+    session: Session, experiment_id: str
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every stored series of an experiment's runs: run id -> series name -> columns."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    rows = session.scalars(
+        select(RunSeries)
+        .join(Run, Run.id == RunSeries.run_id)
+        .where(Run.experiment_id == experiment_id)
+        .order_by(RunSeries.run_id, RunSeries.name)
+    )
+    for row in rows:
+        out.setdefault(row.run_id, {})[row.name] = row.data
+    return out
