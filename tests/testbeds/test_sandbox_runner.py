@@ -222,12 +222,16 @@ def test_deadline_stops_a_run_that_overruns(tmp_path: Path) -> None:
 
 @pytest.mark.root
 def test_emulator_killed_alone_mid_run_fails_the_run_and_leaves_nothing(tmp_path: Path) -> None:
-    """SIGKILL to one ccbench-link (not the sandbox): the run fails naming the emulator, and
-    its NFQUEUE rule, namespaces and processes are gone with the sandbox."""
+    """SIGKILL to one ccbench-link (not the sandbox): the run fails at once (not at the end of
+    its 20 s) naming the emulator, and its NFQUEUE rule, namespaces and processes are gone
+    with the sandbox."""
     before = HostState.capture()
     killed: list[str] = []
+    progress: list[float] = []
 
     def on_event(event: dict[str, Any]) -> None:
+        if event.get("event") == "progress":
+            progress.append(event["elapsed_s"])
         if event.get("event") == "progress" and event.get("elapsed_s", 0) >= 1 and not killed:
             found = subprocess.run(["pgrep", "-f", f"ccbench-link run .*{tmp_path}"],
                                    capture_output=True, text=True).stdout.split()  # fmt: skip
@@ -236,7 +240,7 @@ def test_emulator_killed_alone_mid_run_fails_the_run_and_leaves_nothing(tmp_path
             killed.append(found[0])
 
     result = run_sandbox(
-        dumbbell(tmp_path, 4.0, "emulator"),
+        dumbbell(tmp_path, 20.0, "emulator"),
         on_event=on_event,
         should_cancel=lambda: False,
         deadline_s=60,
@@ -244,6 +248,8 @@ def test_emulator_killed_alone_mid_run_fails_the_run_and_leaves_nothing(tmp_path
     assert killed
     assert result.status == "error"
     assert "ccbench-link" in result.describe() and "-9" in result.describe(), result.describe()
+    assert "during the run" in result.describe()
+    assert max(progress) < 10, progress
     assert leftovers(before, tmp_path) == []
 
 

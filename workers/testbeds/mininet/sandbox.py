@@ -477,6 +477,7 @@ class Sandbox:
             # Wake as soon as a sender exits (collection starts at once), else every 0.2 s.
             with contextlib.suppress(subprocess.TimeoutExpired):
                 running[0].wait(timeout=0.2)
+            self.check_background()
             elapsed = min(plan.duration_s, max(0.0, time.time() - t0))
             if int(elapsed) != getattr(self, "_last_progress", -1):
                 self._last_progress = int(elapsed)
@@ -490,6 +491,16 @@ class Sandbox:
                 with contextlib.suppress(ValueError, KeyError, IndexError):
                     message = json.loads(message.splitlines()[-1])["error"]
                 raise SandboxError(f"flow {flow.index} ({flow.algorithm}) failed: {message}")
+
+    def check_background(self) -> None:
+        """Fail the run as soon as an emulator, delay line or monitor dies: measuring on would
+        only produce a run without its network."""
+        for name, proc in self.background:
+            if proc.poll() is not None:
+                err = proc.stderr.read() if proc.stderr else ""
+                raise SandboxError(
+                    f"{name} exited with {proc.returncode} during the run: {err.strip()}"
+                )
 
     def collect(self) -> None:
         for _, proc in self.background:
