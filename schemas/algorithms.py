@@ -61,6 +61,16 @@ class Parameter:
     bpf_scale: float
 
 
+# Westwood's bandwidth share estimate (seed 003 §III-A names a low-pass filter over the ACK
+# rate without constants; these are Linux Westwood+'s).
+_WESTWOOD_BSE = (
+    Parameter("bse_gain", 0.875, 0.0, 1.0,
+              "weight of the old estimate in each of BSE's two cascaded low-pass filters",
+              "bse_gain_x256", 256),
+    Parameter("bse_sample_min", 0.05, 0.001, 10,
+              "s: shortest BSE sampling window, max(SRTT, this)", "bse_sample_min_us", 1e6),
+)  # fmt: skip
+
 # The seeds' tunables, with the seeds' values as defaults.
 PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
     Algorithm.reno: (),
@@ -84,6 +94,15 @@ PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
                   "beta_pkts", 1),
         Parameter("gamma", 1, 0, 100,
                   "packets: slow start ends when Diff exceeds it", "gamma_pkts", 1),
+    ),
+    Algorithm.westwood: _WESTWOOD_BSE,
+    Algorithm.paced_newreno: (),
+    Algorithm.paced_westwood: _WESTWOOD_BSE,
+    Algorithm.alpha_paced_westwood: (
+        *_WESTWOOD_BSE,
+        Parameter("alpha", 2.0, 0.125, 16,
+                  "slow start is paced at alpha x BSE (seed 003 §III-C.2, eq. 4; 2 in Fig. 6)",
+                  "alpha_x256", 256),
     ),
 }  # fmt: skip
 

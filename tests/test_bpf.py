@@ -9,8 +9,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from ccbench.analysis.packetlog import read_packet_log
 from ccbench.analysis.run import RunAnalysis, analyze_run
 from ccbench.plots.model import run_figure_data
 from ccbench.settings import get_settings
@@ -298,4 +300,87 @@ def test_probe_reports_which_controllers_the_kernel_accepts(
     printed = json.loads(capsys.readouterr().out)
     assert printed["bpf"]["loadable"]["vegas"] == "ok"
     assert "reno" in printed["congestion_controls"]
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def slow_start_bursts(run_dir: Path) -> tuple[int, float]:
+    """(packets, share of them that arrived back-to-back) of the flow's first slow start at
+    the bottleneck, from the emulator's arrival log: data packets up to the first drop (the end
+    of slow start at a 1-BDP buffer) or the first 2 s. Back-to-back: within 100 µs of the
+    previous one, a tenth of a packet's transmission time at 10 Mbit/s."""
+    _, log = read_packet_log(run_dir / "link-0-data.bin")
+    records = np.array(log)
+    data = records[records["len"] > 1000]
+    arrivals = data["arrival_us"].astype(np.int64)
+    dropped = np.flatnonzero(data["fate"] != 0)
+    end = arrivals[dropped[0]] if len(dropped) else arrivals[0] + 2_000_000
+    first = arrivals[arrivals < end]
+    gaps = np.diff(first)
+    return len(first), float(np.count_nonzero(gaps < 100) / max(len(gaps), 1))
+
+
+def trace_of(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "bpf-trace.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.root
+def test_westwood_estimates_the_bandwidth_and_sets_ssthresh_from_it(tmp_path: Path) -> None:
+    """Seed 003 §III-A: BSE, low-pass filtered from the ACK rate, converges to the flow's
+    delivery rate; after a loss ssthresh = BSE x RTTmin / segment size (the trace shows both,
+    and the kernel's ssthresh in the next sample). A quarter-BDP buffer makes losses frequent."""
+    before = HostState.capture()
+    analysis, _ = run(
+        single_flow({"algorithm": "westwood", "runtime": "bpf"}, "0.25bdp", "8s"),
+        tmp_path / "w",
+        "westwood",
+    )
+    samples = trace_of(tmp_path / "w")
+    t0 = samples[0]["ts"]
+    late = [s["state"]["bse_bps"] for s in samples if s["ts"] - t0 > 5]
+    goodput = throughput(analysis)
+    print(f"westwood: BSE late mean {sum(late) / len(late) / 1e6:.2f} Mbit/s, goodput "
+          f"{goodput / 1e6:.2f} Mbit/s")  # fmt: skip
+    assert sum(late) / len(late) == pytest.approx(goodput, rel=0.1)
+    checked = 0
+    for sample, after in zip(samples, samples[1:], strict=False):
+        state = sample["state"]
+        if sample["event"] != "loss" or not state["bse_bps"]:
+            continue
+        expected = max(int(state["bse_bps"] / 8 * state["rtt_min_us"] / 1e6 / 1448), 2)
+        assert abs(after["ssthresh_pkts"] - expected) <= 1, (sample, after)
+        checked += 1
+    assert checked >= 3
+    assert HostState.capture().leftovers_since(before) == []
+
+
+@pytest.mark.root
+def test_paced_variants_send_no_bursts_in_slow_start(tmp_path: Path) -> None:
+    """Seed 003: unpaced slow start sends two segments per ACK, back to back; the paced
+    variants space them (at cwnd/RTT, BSE or alpha x BSE). In the bottleneck's arrival log,
+    most of Reno's first slow start arrives back-to-back and almost none of a paced flow's.
+    The seed's ranking at a 1-BDP buffer holds too: Paced Westwood starves itself (BSE
+    measured while paced at BSE, Fig. 5), alpha = 2 removes that (Fig. 6) and matches Paced
+    NewReno (Fig. 7)."""
+    before = HostState.capture()
+    results = {}
+    for algorithm in ("reno", "paced_newreno", "paced_westwood", "alpha_paced_westwood"):
+        flow = {"algorithm": algorithm}
+        if algorithm != "reno":
+            flow["runtime"] = "bpf"
+        analysis, _ = run(single_flow(flow, "1bdp", "8s"), tmp_path / algorithm, algorithm)
+        packets, share = slow_start_bursts(tmp_path / algorithm)
+        results[algorithm] = (packets, share, throughput(analysis))
+        print(f"{algorithm}: first slow start {packets} packets, {share:.1%} back-to-back, "
+              f"goodput {throughput(analysis) / 1e6:.2f} Mbit/s")  # fmt: skip
+    assert results["reno"][1] > 0.4
+    for algorithm in ("paced_newreno", "paced_westwood", "alpha_paced_westwood"):
+        packets, share, _ = results[algorithm]
+        assert packets > 50 and share < 0.1, (algorithm, packets, share)
+    goodput = {a: r[2] for a, r in results.items()}
+    assert goodput["paced_westwood"] < 0.7 * goodput["paced_newreno"]
+    assert goodput["alpha_paced_westwood"] > 1.5 * goodput["paced_westwood"]
+    assert goodput["alpha_paced_westwood"] > 0.97 * goodput["paced_newreno"]
+    # The paced flows' state traces carry the rate they paced at.
+    state = trace_of(tmp_path / "alpha_paced_westwood")
+    assert any(s["state"]["pacing_rate_bps"] > 0 for s in state)
     assert HostState.capture().leftovers_since(before) == []

@@ -137,10 +137,12 @@ def patch_object(
     ops = next((s for s in sections if s.name == ".struct_ops"), None)
     if ops is None:
         raise BpfError(f"{source.name} has no .struct_ops section")
-    placeholder = f"ccb_{algorithm}".encode().ljust(OPS_NAME_LEN, b"\0")
+    # The object's name placeholder is ccb_<id>, cut to fit the kernel's 16-byte name.
+    placeholder = f"ccb_{algorithm}"[: OPS_NAME_LEN - 1].encode().ljust(OPS_NAME_LEN, b"\0")
     body = bytes(data[ops.offset : ops.offset + ops.size])
     if body.count(placeholder) != 1:
-        raise BpfError(f"{source.name}: the name placeholder ccb_{algorithm} is not found once")
+        shown = f"ccb_{algorithm}"[: OPS_NAME_LEN - 1]
+        raise BpfError(f"{source.name}: the name placeholder {shown} is not found once")
     if len(name) >= OPS_NAME_LEN:
         raise BpfError(f"controller name {name!r} is longer than {OPS_NAME_LEN - 1} bytes")
     at = ops.offset + body.index(placeholder)
