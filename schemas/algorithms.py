@@ -59,6 +59,7 @@ class Parameter:
     description: str
     bpf_symbol: str
     bpf_scale: float
+    integer: bool = False  # a count or a choice: fractional values are refused
 
 
 # Westwood's bandwidth share estimate (seed 003 §III-A names a low-pass filter over the ACK
@@ -88,12 +89,31 @@ PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
     Algorithm.vegas: (
         Parameter("alpha", 1, 0, 100,
                   "packets: below this Diff the window grows by one per RTT (seed 002: 1)",
-                  "alpha_pkts", 1),
+                  "alpha_pkts", 1, integer=True),
         Parameter("beta", 3, 0, 100,
                   "packets: above this Diff the window shrinks by one per RTT (seed 002: 3)",
-                  "beta_pkts", 1),
+                  "beta_pkts", 1, integer=True),
         Parameter("gamma", 1, 0, 100,
-                  "packets: slow start ends when Diff exceeds it", "gamma_pkts", 1),
+                  "packets: slow start ends when Diff exceeds it", "gamma_pkts", 1, integer=True),
+    ),
+    Algorithm.aaimd: (
+        Parameter("beta_max", 0.8, 0.5, 255 / 256,
+                  "upper clamp of the backoff factor beta = RTTmin/RTTmax (seed 001 §III: 0.8)",
+                  "beta_max_x256", 256),
+        Parameter("rtt_max_fade", 0.875, 0.0, 1.0,
+                  "fading memory a of RTTmax at each congestion event (seed 001 eq. 9: 7/8)",
+                  "rtt_max_fade_x256", 256),
+        Parameter("variant", 0, 0, 1,
+                  "0: beta from the RTT ratio (eq. 4); 1: from the throughput ratio before and "
+                  "after the event (seed 001 §V, eq. 10)", "variant", 1, integer=True),
+    ),
+    Algorithm.dual: (
+        Parameter("a", 0.5, 0.0, 1.0,
+                  "weight of Dmax in the delay threshold (1-a) Dmin + a Dmax (seed 002: 1/2)",
+                  "a_x256", 256),
+        Parameter("ss_every_other", 1, 0, 1,
+                  "1: slow start doubles every other RTT, as the seed's TCP/Dual; 0: Reno's",
+                  "ss_every_other", 1, integer=True),
     ),
     Algorithm.westwood: _WESTWOOD_BSE,
     Algorithm.paced_newreno: (),

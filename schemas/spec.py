@@ -244,6 +244,8 @@ class Flow(StrictModel):
                     f"{', '.join(known) or 'none'})"
                 )
             p = known[name]
+            if p.integer and value != int(value):
+                raise ValueError(f"params.{name}: {value} is not a whole number ({p.description})")
             if not p.minimum <= value <= p.maximum:
                 raise ValueError(
                     f"params.{name}: {value} is outside [{p.minimum}, {p.maximum}] "

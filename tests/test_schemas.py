@@ -228,3 +228,32 @@ def test_rate_trace_sets_the_rate_and_must_agree_with_it() -> None:
     raw["topology"]["bottleneck"]["link_mechanism"] = "tc"
     with pytest.raises(ValidationError, match="rate_trace_ms need link_mechanism emulator"):
         SUBMISSION.validate_python(raw)
+
+
+def test_controller_params_are_checked_against_the_algorithms_tunables() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+
+    def messages(flow: dict[str, object]) -> list[str]:
+        raw["flows"] = [flow]
+        with pytest.raises(ValidationError) as info:
+            SUBMISSION.validate_python(raw)
+        return [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors_of(info.value)]
+
+    def ok(flow: dict[str, object]) -> None:
+        raw["flows"] = [flow]
+        SUBMISSION.validate_python(raw)
+
+    ok({"algorithm": "dual", "runtime": "bpf", "params": {"a": 0.25, "ss_every_other": 0}})
+    ok({"algorithm": "aaimd", "runtime": "bpf", "params": {"beta_max": 0.9, "variant": 1}})
+    [m] = messages({"algorithm": "aaimd", "runtime": "bpf", "params": {"beta": 0.7}})
+    assert (
+        "params.beta: not a parameter of aaimd (parameters: beta_max, rtt_max_fade, variant)" in m
+    )
+    [m] = messages({"algorithm": "aaimd", "runtime": "bpf", "params": {"beta_max": 0.3}})
+    assert "params.beta_max: 0.3 is outside [0.5, 0.99609375]" in m
+    [m] = messages({"algorithm": "aaimd", "runtime": "bpf", "params": {"variant": 0.5}})
+    assert "params.variant: 0.5 is not a whole number" in m
+    [m] = messages({"algorithm": "reno", "params": {"x": 1}})
+    assert "tunables apply to ccbench's own controllers (runtime: bpf)" in m
+    [m] = messages({"algorithm": "dual"})
+    assert "no kernel/builtin runtime" in m and "set runtime: bpf" in m
