@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
+import time
 from dataclasses import dataclass
+
+# Maps of ccbench's BPF controllers: per-run trace ring buffers and the objects' data sections,
+# named after the per-run object (cb<run tag><k>_<id>.bpf.o -> "cb<run tag>.rodata").
+_CCBENCH_MAP = re.compile(r"^(ct[0-9a-f]{7}_trace|cb[0-9a-f]{6}\.(rodata|bss|data))$")
 
 
 def _run(*cmd: str) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+
+
+def _ccbench_maps() -> set[str]:
+    text = _run("bpftool", "-j", "map", "show").strip()
+    maps = json.loads(text) if text else []
+    return {f"{m['id']}:{m['name']}" for m in maps if _CCBENCH_MAP.match(m.get("name", ""))}
 
 
 def _agent_processes() -> set[str]:
@@ -24,6 +37,7 @@ class HostState:
     nft: str
     processes: frozenset[str]
     congestion_controls: frozenset[str]  # includes registered BPF controllers
+    bpf_maps: frozenset[str]  # ccbench controllers' maps ("id:name")
 
     @classmethod
     def capture(cls) -> HostState:
@@ -45,12 +59,20 @@ class HostState:
             congestion_controls=frozenset(
                 _run("cat", "/proc/sys/net/ipv4/tcp_available_congestion_control").split()
             ),
+            bpf_maps=frozenset(_ccbench_maps()),
         )
 
     def leftovers_since(self, before: HostState) -> list[str]:
         problems = []
-        for name in ("links", "netns", "qdiscs", "processes", "congestion_controls"):
+        for name in ("links", "netns", "qdiscs", "processes", "congestion_controls", "bpf_maps"):
             extra = getattr(self, name) - getattr(before, name)
+            # The kernel frees an unregistered controller's maps after RCU grace periods,
+            # a moment later: wait up to 5 s before calling them left behind.
+            for _ in range(50 if name == "bpf_maps" and extra else 0):
+                time.sleep(0.1)
+                extra = _ccbench_maps() - before.bpf_maps
+                if not extra:
+                    break
             if extra:
                 problems.append(f"new {name}: {sorted(extra)}")
         if self.iptables != before.iptables:

@@ -112,6 +112,9 @@ def test_register_with_parameters_then_unregister(tmp_path: Path) -> None:
         assert rodata == {"sigma_on_us": 2000, "sigma_off_us": -3000, "alpha_srv_x256": 192}
         with pytest.raises(bpf.BpfError, match="already registered"):
             bpf.register(controller, tmp_path)
+        # Its maps (state trace, tunables) are what HostState watches: gone after teardown.
+        names = {m.split(":", 1)[1] for m in HostState.capture().bpf_maps}
+        assert {bpf.trace_map_name(controller.name), f"{controller.name[:8]}.rodata"} <= names
     assert controller.name not in bpf.registered()
     assert HostState.capture().leftovers_since(before) == []
 
