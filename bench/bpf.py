@@ -83,12 +83,12 @@ class VethPair:
         return int(lines[1][lines[0].index("InSegs")])
 
 
-def prog_stats(algorithm: str) -> tuple[int, int]:
-    """(run_time_ns, run_cnt) summed over the struct_ops programs of `algorithm`'s object."""
+def controller_ns(algorithm: str) -> int:
+    """run_time_ns summed over the struct_ops programs of `algorithm`'s object."""
     progs = json.loads(sh("bpftool", "-j", "prog", "show") or "[]")
     prefix = f"ccb_{algorithm}_"
     mine = [p for p in progs if p.get("type") == "struct_ops" and p["name"].startswith(prefix)]
-    return sum(p.get("run_time_ns", 0) for p in mine), sum(p.get("run_cnt", 0) for p in mine)
+    return sum(p.get("run_time_ns", 0) for p in mine)
 
 
 def one_flow(path: VethPair, cc: str, duration_s: float, work: Path) -> dict[str, float]:
@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                 name = bpf.controller_name("bench-bpf", k, algorithm)
                 plan = ControllerPlan(name, algorithm, {}, {})
                 with bpf.loaded([plan], work):
-                    ns_before, _ = prog_stats(algorithm)
+                    ns_before = controller_ns(algorithm)
                     results[algorithm] = one_flow(path, name, args.duration, work)
-                    ns_after, _ = prog_stats(algorithm)
+                    ns_after = controller_ns(algorithm)
                 results[algorithm]["bpf_ns_per_ack"] = (ns_after - ns_before) / max(
                     results[algorithm]["acks"], 1
                 )

@@ -108,6 +108,36 @@ static __always_inline bool ccb_round_ended(const struct sock *sk, __u32 *round_
 	return true;
 }
 
+/* --- pacing (paced variants) ------------------------------------------------------------- */
+
+#ifndef SOL_SOCKET
+#define SOL_SOCKET 1
+#endif
+#ifndef SO_MAX_PACING_RATE
+#define SO_MAX_PACING_RATE 47
+#endif
+#define CCB_PACING_UNLIMITED 0xffffffffU /* SO_MAX_PACING_RATE: no cap */
+
+/* A `cong_avoid` controller caps the kernel's own pacing rate: bytes per second, 32 bits. */
+static __always_inline void ccb_set_max_pacing(struct sock *sk, __u32 rate_Bps)
+{
+	bpf_setsockopt(sk, SOL_SOCKET, SO_MAX_PACING_RATE, &rate_Bps, sizeof(rate_Bps));
+}
+
+/* The window's own rate cwnd / SRTT in bytes per second (seed 003 eq. 3); 0 without an RTT. */
+static __always_inline __u32 ccb_window_rate_Bps(const struct sock *sk)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	__u32 srtt = tp->srtt_us >> 3;
+	__u64 rate;
+
+	if (!srtt)
+		return 0;
+	rate = (__u64)tp->snd_cwnd * tp->mss_cache * 1000000ULL / srtt;
+	/* At least 1 (0 means "not paced" to callers), below ~0U (which means no cap). */
+	return (__u32)CCB_MAX(CCB_MIN(rate, (__u64)CCB_PACING_UNLIMITED - 1), 1ULL);
+}
+
 /* --- Reno's building blocks ---------------------------------------------------------------- */
 
 static __always_inline bool ccb_in_slow_start(const struct tcp_sock *tp)

@@ -21,13 +21,6 @@
 
 char _license[] SEC("license") = "GPL";
 
-#ifndef SOL_SOCKET
-#define SOL_SOCKET 1
-#endif
-#ifndef SO_MAX_PACING_RATE
-#define SO_MAX_PACING_RATE 47
-#endif
-
 /* Traced once per round trip and at each loss: the rate the controller set (0: no RTT yet). */
 CCB_STATE_FIELDS("pacing_rate_bps");
 
@@ -45,18 +38,12 @@ static __always_inline void pnr_trace(struct sock *sk, struct paced_newreno *ca,
 /* Pace at cwnd / SRTT (eq. 3). */
 static __always_inline void pnr_pace(struct sock *sk, struct paced_newreno *ca)
 {
-	struct tcp_sock *tp = ccb_tcp_sk(sk);
-	__u32 srtt = tp->srtt_us >> 3, rate;
-	__u64 r;
+	__u32 rate = ccb_window_rate_Bps(sk);
 
 	sk->sk_pacing_status = SK_PACING_NEEDED;
-	if (!srtt)
+	if (!rate || rate == ca->pacing_Bps)
 		return;
-	r = (__u64)tp->snd_cwnd * tp->mss_cache * 1000000ULL / srtt;
-	rate = (__u32)CCB_MAX(CCB_MIN(r, 0xfffffffeULL), 1ULL); /* ~0U would mean no cap */
-	if (rate == ca->pacing_Bps)
-		return;
-	bpf_setsockopt(sk, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate));
+	ccb_set_max_pacing(sk, rate);
 	ca->pacing_Bps = rate;
 }
 

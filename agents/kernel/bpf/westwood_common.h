@@ -46,15 +46,7 @@
 
 #include "ccbench_cc.h"
 
-#ifndef SOL_SOCKET
-#define SOL_SOCKET 1
-#endif
-#ifndef SO_MAX_PACING_RATE
-#define SO_MAX_PACING_RATE 47
-#endif
-
 #define WW_NO_RTT 0xffffffffU
-#define WW_UNLIMITED 0xffffffffU /* SO_MAX_PACING_RATE: no cap */
 #define WW_USEC_PER_SEC 1000000ULL
 
 /* Tunables shared by the three Westwood objects (schemas/algorithms.py names them). */
@@ -182,30 +174,12 @@ static __always_inline __u32 ww_min_tso_segs(const struct westwood *ca)
 	return ca->pacing_Bps ? 1 : 2;
 }
 
-static __always_inline void ww_set_max_pacing(struct sock *sk, __u32 rate)
-{
-	bpf_setsockopt(sk, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate));
-}
-
-/* cwnd / SRTT in bytes per second (Paced NewReno, eq. 3); 0 without an RTT. */
-static __always_inline __u32 ww_window_rate(const struct sock *sk)
-{
-	const struct tcp_sock *tp = ccb_tcp_sk(sk);
-	__u32 srtt = tp->srtt_us >> 3;
-	__u64 rate;
-
-	if (!srtt)
-		return 0;
-	rate = (__u64)tp->snd_cwnd * tp->mss_cache * WW_USEC_PER_SEC / srtt;
-	return (__u32)CCB_MAX(CCB_MIN(rate, (__u64)WW_UNLIMITED - 1), 1ULL);
-}
-
 /* Stop pacing: lift the cap (TSQ and TSO sizing then see the kernel's usual rate) and leave
  * the kernel's internal pacing. */
 static __always_inline void ww_unpace(struct sock *sk, struct westwood *ca)
 {
 	if (ca->pacing_Bps || sk->sk_pacing_status != SK_PACING_NONE) {
-		ww_set_max_pacing(sk, WW_UNLIMITED);
+		ccb_set_max_pacing(sk, CCB_PACING_UNLIMITED);
 		sk->sk_pacing_status = SK_PACING_NONE;
 		ca->pacing_Bps = 0;
 	}
@@ -224,9 +198,9 @@ static __always_inline void ww_pace(struct sock *sk, struct westwood *ca, __u32 
 		rate = 0;
 	} else if (ca->bse_Bps) {
 		re = (ca->bse_Bps * alpha_x256) >> 8;
-		rate = (__u32)CCB_MAX(CCB_MIN(re, (__u64)WW_UNLIMITED - 1), 1ULL);
+		rate = (__u32)CCB_MAX(CCB_MIN(re, (__u64)CCB_PACING_UNLIMITED - 1), 1ULL);
 	} else {
-		rate = ww_window_rate(sk);
+		rate = ccb_window_rate_Bps(sk);
 	}
 	if (!rate) {
 		ww_unpace(sk, ca);
@@ -234,7 +208,7 @@ static __always_inline void ww_pace(struct sock *sk, struct westwood *ca, __u32 
 	}
 	sk->sk_pacing_status = SK_PACING_NEEDED;
 	if (rate != ca->pacing_Bps) {
-		ww_set_max_pacing(sk, rate);
+		ccb_set_max_pacing(sk, rate);
 		ca->pacing_Bps = rate;
 	}
 }
