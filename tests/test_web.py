@@ -172,6 +172,14 @@ def wait_for_figures(driver: Any, expected: int, timeout_s: float = 30) -> None:
         time.sleep(0.1)
 
 
+def wait_for_url(driver: Any, expected: str, timeout_s: float = 30) -> None:
+    """A click on a form button returns before the browser has followed the redirect."""
+    deadline = time.monotonic() + timeout_s
+    while driver.current_url != expected:
+        assert time.monotonic() < deadline, f"still on {driver.current_url}, expected {expected}"
+        time.sleep(0.1)
+
+
 def console_errors(driver: Any) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -224,7 +232,7 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         assert "/ui/login" in driver.current_url  # not logged in yet
         driver.find_element(By.NAME, "token").send_keys(token)
         driver.find_element(By.CSS_SELECTOR, "form[action='/ui/login'] button").click()
-        assert driver.current_url == f"{url}/ui/experiments/{experiment_id}"
+        wait_for_url(driver, f"{url}/ui/experiments/{experiment_id}")
 
         wait_for_figures(driver, 1)
         assert drawn_traces(driver, "figure-compare") == []  # one series: no legend
