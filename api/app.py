@@ -5,6 +5,7 @@ from fastapi.responses import RedirectResponse
 
 from api.errors import install_error_handlers
 from api.experiments.endpoints import router as experiments_router
+from api.hosts.endpoints import router as hosts_router
 from api.runs.endpoints import router as runs_router
 from api.teams.endpoints import router as teams_router
 from api.web.pages import install_page_handlers
@@ -23,6 +24,7 @@ def create_app() -> FastAPI:
     app.include_router(teams_router)
     app.include_router(experiments_router)
     app.include_router(runs_router)
+    app.include_router(hosts_router)
     app.include_router(pages_router)
     install_page_handlers(app)
 

@@ -61,6 +61,37 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--team", required=True)
     token.add_argument("--name", default="cli")
     token.set_defaults(func=cmd_create_token)
+    admin_sub.add_parser(
+        "secret-key", help="print a new key for CCBENCH_SECRET_KEY (encrypts hosts' SSH keys)"
+    ).set_defaults(func=cmd_secret_key)
+
+    hosts = sub.add_parser("hosts", help="the team's host inventory (the `hosts` testbed)")
+    hosts_sub = hosts.add_subparsers(required=True, metavar="ACTION")
+    add = hosts_sub.add_parser("add", help="register a host reached over SSH")
+    add.add_argument("name")
+    add.add_argument("--address", required=True, help="host name or IP")
+    add.add_argument("--port", type=int, default=22)
+    add.add_argument("--user", default="root")
+    credential = add.add_mutually_exclusive_group()
+    credential.add_argument(
+        "--key-file", type=Path, help="SSH private key (sent once, stored encrypted)"
+    )
+    credential.add_argument("--credential-ref", help="'file:/path' or 'env:NAME' on the workers")
+    add.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    add.add_argument("--group", action="append", default=[], help="existing group to join")
+    add.set_defaults(func=cmd_hosts_add)
+    listing = hosts_sub.add_parser("list", help="list hosts")
+    listing.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    listing.add_argument("--group")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=cmd_hosts_list)
+    remove = hosts_sub.add_parser("remove", help="remove a host")
+    remove.add_argument("name")
+    remove.set_defaults(func=cmd_hosts_remove)
+    group = hosts_sub.add_parser("group", help="create or replace a group of hosts")
+    group.add_argument("name")
+    group.add_argument("members", nargs="*", help="host names")
+    group.set_defaults(func=cmd_hosts_group)
 
     submit = sub.add_parser("submit", help="submit an experiment or matrix (YAML or JSON file)")
     submit.add_argument("file", type=Path)
@@ -289,6 +320,84 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 # --- client commands -------------------------------------------------------------------------
+
+
+def cmd_secret_key(args: argparse.Namespace) -> int:
+    from ccbench.secrets import new_key
+
+    print(new_key())
+    return 0
+
+
+def _labels(items: list[str]) -> dict[str, str]:
+    labels = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ClientError(f"--label {item!r}: expected KEY=VALUE")
+        labels[key] = value
+    return labels
+
+
+def cmd_hosts_add(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {
+        "name": args.name,
+        "address": args.address,
+        "port": args.port,
+        "user": args.user,
+        "labels": _labels(args.label),
+        "groups": args.group,
+    }
+    if args.key_file is not None:
+        try:
+            body["private_key"] = args.key_file.read_text()
+        except OSError as exc:
+            raise ClientError(f"--key-file {args.key_file}: {exc.strerror}") from exc
+    if args.credential_ref is not None:
+        body["credential_ref"] = args.credential_ref
+    host = _client().post("/v1/hosts", json=body)
+    print(
+        f"host {host['name']}: {host['user']}@{host['address']}:{host['port']} ({host['auth']}"
+        + (f" {host['key_fingerprint']}" if host["key_fingerprint"] else "")
+        + ")"
+    )
+    return 0
+
+
+def cmd_hosts_list(args: argparse.Namespace) -> int:
+    params: list[tuple[str, str]] = [("label", f"{k}={v}") for k, v in _labels(args.label).items()]
+    if args.group:
+        params.append(("group", args.group))
+    hosts = _client().get("/v1/hosts", params=params)
+    if args.json:
+        print(json.dumps(hosts, indent=2))
+        return 0
+    for host in hosts:
+        labels = " ".join(f"{k}={v}" for k, v in sorted(host["labels"].items()))
+        groups = ",".join(host["groups"]) or "-"
+        print(
+            f"{host['name']:<20} {host['user']}@{host['address']}:{host['port']:<6} "
+            f"{host['auth']:<15} groups={groups} {labels}"
+        )
+    return 0
+
+
+def cmd_hosts_remove(args: argparse.Namespace) -> int:
+    _client().request("DELETE", f"/v1/hosts/{args.name}")
+    print(f"host {args.name} removed")
+    return 0
+
+
+def cmd_hosts_group(args: argparse.Namespace) -> int:
+    client = _client()
+    if any(g["name"] == args.name for g in client.get("/v1/host-groups")):
+        group = client.request(
+            "PATCH", f"/v1/host-groups/{args.name}", json={"hosts": args.members}
+        )
+    else:
+        group = client.post("/v1/host-groups", json={"name": args.name, "hosts": args.members})
+    print(f"group {group['name']}: {' '.join(group['hosts']) or '(empty)'}")
+    return 0
 
 
 def _client() -> Client:

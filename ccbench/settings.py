@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     # Set-up and tear-down allowance added to a run's own duration for its time limit.
     run_time_margin_s: float = 60.0
 
+    # Encrypts secrets at rest (hosts' SSH private keys): a Fernet key (32 url-safe base64
+    # bytes, `ccbench admin secret-key` prints a new one). Empty: the embedded default, a key
+    # file created (mode 0600) in state_dir on first use. Changing it makes stored secrets
+    # unreadable: hosts then need their keys again.
+    secret_key: str = ""
+
     agents_dir: Path = REPO_ROOT / "agents" / "target" / "release"
     sandbox_python: Path = Path("/usr/bin/python3")
 

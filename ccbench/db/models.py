@@ -4,7 +4,17 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -145,3 +155,57 @@ class RunSeries(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     name: Mapped[str] = mapped_column(String(64), primary_key=True)  # e.g. "flow.0", "queue"
     data: Mapped[dict[str, Any]] = mapped_column()
+
+
+class Host(Base):
+    """An experiment host of a team's `hosts` testbed, reached over SSH.
+
+    `private_key_encrypted` holds the SSH private key encrypted with the settings' secret key
+    (ccbench.secrets); no endpoint returns it. `credential_ref` instead names where the worker
+    finds the key (`file:/path` or `env:NAME`); neither: the worker's own SSH configuration."""
+
+    __tablename__ = "hosts"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(63))
+    address: Mapped[str] = mapped_column(String(255))
+    port: Mapped[int] = mapped_column(Integer, default=22)
+    user: Mapped[str] = mapped_column(String(32), default="root")
+    labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    private_key_encrypted: Mapped[str | None] = mapped_column(Text)
+    key_fingerprint: Mapped[str | None] = mapped_column(String(100))
+    credential_ref: Mapped[str | None] = mapped_column(String(300))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+
+    __table_args__ = (UniqueConstraint("team_id", "name", name="uq_hosts_team_id_name"),)
+
+
+class HostGroup(Base):
+    __tablename__ = "host_groups"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(63))
+    labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    hosts: Mapped[list[Host]] = relationship(
+        secondary="host_group_members", lazy="selectin", order_by="Host.name"
+    )
+
+    __table_args__ = (UniqueConstraint("team_id", "name", name="uq_host_groups_team_id_name"),)
+
+
+class HostGroupMember(Base):
+    __tablename__ = "host_group_members"
+
+    group_id: Mapped[str] = mapped_column(
+        ForeignKey("host_groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    host_id: Mapped[str] = mapped_column(
+        ForeignKey("hosts.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
