@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace
 
 install:
 	scripts/install.sh
@@ -28,6 +28,7 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy schemas ccbench api workers
+	$(VENV)/bin/ansible-lint -q --offline --profile production playbooks/
 	cd agents && cargo clippy --release --locked --all-targets -- -D warnings
 	cd agents && cargo fmt --check
 
@@ -49,3 +50,6 @@ bench-report:
 
 bench-bpf:
 	$(PY) -m bench.bpf
+
+bench-userspace:
+	$(PY) -m bench.userspace

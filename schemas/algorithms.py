@@ -57,7 +57,7 @@ class Parameter:
     minimum: float
     maximum: float
     description: str
-    bpf_symbol: str
+    bpf_symbol: str | None  # None: the algorithm has no BPF version
     bpf_scale: float
     integer: bool = False  # a count or a choice: fractional values are refused
 
@@ -126,6 +126,36 @@ PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
     ),
 }  # fmt: skip
 
+# Tunables of the userspace-only algorithms (ccbench-cc; no BPF symbol).
+USERSPACE_PARAMETERS: dict[Algorithm, tuple[Parameter, ...]] = {
+    Algorithm.arb: (
+        Parameter("measurement_interval", 0.1, 0.001, 10,
+                  "s: least sender-clock time between two delay probes (seed 002, RTP's minimum)",
+                  None, 1),
+        Parameter("increase_threshold", 1, 0, 1e6,
+                  "packets: a queue estimate at or below it gives RATEINCREASE (seed 002: 1)",
+                  None, 1),
+        Parameter("decrease_threshold", 10, 0, 1e6,
+                  "packets: a queue estimate above it gives RATEDECREASE (seed 002: 10)", None, 1),
+        Parameter("noise_threshold", 40, 0, 1e9,
+                  "packets: an estimate above it is noise, the command is RESTRAIN (seed 002: 40)",
+                  None, 1),
+    ),
+    Algorithm.tfrc: (
+        Parameter("strategy", 1, 1, 3,
+                  "round length: 1 fixed m (S1), 2 k x RTT (S2), 3 s3_constant + uniform random "
+                  "(S3) (seed 004 §III-C.1)", None, 1, integer=True),
+        Parameter("m", 3.0, 0.01, 600, "s: S1 round length (seed 004 §IV: 3 s)", None, 1),
+        Parameter("k", 10, 0.1, 1000, "S2: rounds last k x SRTT (seed 004: 10-60)", None, 1),
+        Parameter("s3_constant", 1.5, 0.01, 600, "s: S3 constant part", None, 1),
+        Parameter("s3_random", 3.0, 0, 600, "s: S3 width of the uniform random part", None, 1),
+        Parameter("r0", 40, 0.01, 1e7, "packets/s: initial rate (seed 004: about 40)", None, 1),
+        Parameter("w_max", 100, 1, 1e6, "packets: the receiver window W_max of the formula",
+                  None, 1),
+        Parameter("rto_min", 1.0, 0.001, 60, "s: lower bound of the base timeout B", None, 1),
+    ),
+}  # fmt: skip
+
 # Algorithms that cannot be kernel TCP controllers, and why: they run only in ccbench's
 # userspace transport (issue 5).
 USERSPACE_ONLY: dict[Algorithm, str] = {
@@ -136,10 +166,15 @@ USERSPACE_ONLY: dict[Algorithm, str] = {
 # Algorithms ccbench ships as BPF struct_ops controllers (agents/kernel/bpf/<id>.bpf.c).
 BPF_ALGORITHMS: frozenset[Algorithm] = frozenset(PARAMETERS)
 
+# Algorithms of ccbench's userspace controller crate (agents/ccbench-cc/src/<id>.rs): every
+# seed algorithm and the TCP variants they are compared with, not cubic or bbr.
+USERSPACE_ALGORITHMS: frozenset[Algorithm] = frozenset(Algorithm) - {Algorithm.cubic, Algorithm.bbr}
+
 IMPLEMENTED_RUNTIMES: dict[Algorithm, frozenset[Runtime]] = {
     algorithm: frozenset(
         ({Runtime.kernel_builtin} if algorithm in KERNEL_BUILTIN_NAMES else set())
         | ({Runtime.kernel_bpf} if algorithm in BPF_ALGORITHMS else set())
+        | ({Runtime.userspace} if algorithm in USERSPACE_ALGORITHMS else set())
     )
     for algorithm in Algorithm
 }
@@ -147,3 +182,13 @@ IMPLEMENTED_RUNTIMES: dict[Algorithm, frozenset[Runtime]] = {
 
 def runtimes_of(algorithm: Algorithm) -> frozenset[Runtime]:
     return IMPLEMENTED_RUNTIMES[algorithm]
+
+
+def parameters_of(algorithm: Algorithm, runtime: Runtime) -> tuple[Parameter, ...]:
+    """The tunables a flow of `algorithm` on `runtime` accepts: the same names in BPF and in
+    userspace; built-in kernel controllers take none."""
+    if runtime == Runtime.kernel_bpf:
+        return PARAMETERS.get(algorithm, ())
+    if runtime == Runtime.userspace:
+        return PARAMETERS.get(algorithm, ()) + USERSPACE_PARAMETERS.get(algorithm, ())
+    return ()

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.algorithms import PARAMETERS, USERSPACE_ONLY, Algorithm, Runtime, runtimes_of
-from schemas.units import Buffer, BufferSize, Duration, Rate
+from schemas.algorithms import USERSPACE_ONLY, Algorithm, Runtime, parameters_of, runtimes_of
+from schemas.units import Buffer, BufferSize, Duration, Rate, Size
 
 SCHEMA_VERSION = 1
 
@@ -179,18 +179,87 @@ class Chain(StrictModel):
 Topology = Annotated[Dumbbell | Chain, Field(discriminator="kind")]
 
 
+class BulkTraffic(StrictModel):
+    """Always more data: the seeds' long-lived FTP-like flows."""
+
+    model: Literal["bulk"] = "bulk"
+
+
+class FixedTraffic(StrictModel):
+    model: Literal["fixed"]
+    size: Size = Field(description="bytes to transfer; the flow ends once they are delivered")
+
+
+class OnOffTraffic(StrictModel):
+    """Pareto-distributed ON and OFF periods, sending at `rate` while ON (seed 004 §III-C.4:
+    shape 1.2, 1 s on, 2 s off, 12 kbit/s, the defaults)."""
+
+    model: Literal["on_off"]
+    shape: float = Field(1.2, gt=1, le=10, description="Pareto shape of both periods (> 1)")
+    on_mean: Duration = Field(1.0, description="mean ON period")
+    off_mean: Duration = Field(2.0, description="mean OFF period")
+    rate: Rate = Field(12_000.0, description="sending rate while ON")
+
+
+class WebTraffic(StrictModel):
+    """Web-like transfers: Pareto sizes, exponential inter-arrival times (seed 001 §IV-B names
+    the distributions, not their constants; the defaults are ours)."""
+
+    model: Literal["web"]
+    mean_size: Size = Field(100_000, description="mean transfer size")
+    shape: float = Field(1.2, gt=1, le=10, description="Pareto shape of the sizes (> 1)")
+    mean_interarrival: Duration = Field(1.0, description="mean time between transfers")
+
+
+class CbrTraffic(StrictModel):
+    """Constant bit rate. With `agent: userspace` it is unresponsive UDP background traffic
+    (no congestion control, no retransmission: the flow's algorithm is not used, results name
+    it `cbr-udp`); with kernel TCP the application writes at the rate and TCP's controller
+    still governs the sending."""
+
+    model: Literal["cbr"]
+    rate: Rate
+
+
+Traffic = Annotated[
+    BulkTraffic | FixedTraffic | OnOffTraffic | WebTraffic | CbrTraffic,
+    Field(discriminator="model"),
+]
+
+
+class TransportOptions(StrictModel):
+    """Options of ccbench's userspace transport (`agent: userspace` only)."""
+
+    mss: int = Field(1448, ge=200, le=1472, description="payload bytes per packet")
+    min_rto: Duration = Field(0.2, description="lower bound of the retransmission timeout")
+    rto_granularity: Duration = Field(
+        0.001,
+        description="clock granularity G of RFC 6298's RTO (coarse, e.g. 500ms, as TCP-BFA's "
+        "seed 000 assumes, while RTT samples stay fine)",
+    )
+    delayed_acks: bool = Field(False, description="ACK every second packet (or after 40 ms)")
+
+
 class Flow(StrictModel):
     algorithm: Algorithm
-    agent: Literal["kernel"] = Field("kernel", description="kernel TCP flow (ccbench-agent)")
+    agent: Literal["kernel", "userspace"] = Field(
+        "kernel",
+        description="kernel: a kernel TCP flow; userspace: ccbench's UDP transport with its "
+        "userspace controller (agents/ccbench-cc)",
+    )
     runtime: Literal["builtin", "bpf"] = Field(
         "builtin",
-        description="builtin: a congestion controller the host kernel provides; bpf: ccbench's "
-        "BPF struct_ops controller (agents/kernel/bpf), loaded for the run",
+        description="kernel flows: builtin, a congestion controller the host kernel provides; "
+        "bpf, ccbench's BPF struct_ops controller (agents/kernel/bpf), loaded for the run",
     )
     params: dict[str, float] = Field(
         default_factory=dict,
         description="the algorithm's tunables (e.g. bfa: sigma_on, sigma_off in seconds, "
         "alpha_srv); unspecified ones take the seed's values",
+    )
+    traffic: Traffic = Field(default_factory=BulkTraffic, description="the application's data")
+    transport: TransportOptions | None = Field(
+        None, description="userspace transport options (agent: userspace)"
     )
     start: Duration = Field(0.0, description="start time relative to the run's start")
     duration: Duration | None = Field(
@@ -219,24 +288,31 @@ class Flow(StrictModel):
 
     @model_validator(mode="after")
     def _runtime_exists(self) -> Flow:
+        wanted = self.runtime_kind
         runtimes = runtimes_of(self.algorithm)
-        wanted = Runtime.kernel_bpf if self.runtime == "bpf" else Runtime.kernel_builtin
-        if self.algorithm in USERSPACE_ONLY:
-            raise ValueError(
-                f"algorithm {self.algorithm.value!r} is userspace-only: "
-                f"{USERSPACE_ONLY[self.algorithm]}; ccbench's userspace transport is not "
-                "available yet"
-            )
+        if self.agent == "userspace":
+            if "runtime" in self.model_fields_set:
+                raise ValueError("runtime: applies to kernel flows; a userspace flow has none")
+        elif self.transport is not None:
+            raise ValueError("transport: options of the userspace transport (agent: userspace)")
         if wanted not in runtimes:
+            if self.algorithm in USERSPACE_ONLY:
+                raise ValueError(
+                    f"algorithm {self.algorithm.value!r} is userspace-only: "
+                    f"{USERSPACE_ONLY[self.algorithm]}; set agent: userspace"
+                )
             offered = sorted(a.value for a in Algorithm if wanted in runtimes_of(a))
             hint = "; set runtime: bpf" if Runtime.kernel_bpf in runtimes else ""
             raise ValueError(
                 f"algorithm {self.algorithm.value!r} has no {wanted.value} runtime in this "
                 f"version of ccbench ({wanted.value}: {', '.join(offered)}){hint}"
             )
-        if self.params and self.runtime != "bpf":
-            raise ValueError("params: tunables apply to ccbench's own controllers (runtime: bpf)")
-        known = {p.name: p for p in PARAMETERS.get(self.algorithm, ())}
+        if self.params and wanted == Runtime.kernel_builtin:
+            raise ValueError(
+                "params: tunables apply to ccbench's own controllers (runtime: bpf, or "
+                "agent: userspace)"
+            )
+        known = {p.name: p for p in parameters_of(self.algorithm, wanted)}
         for name, value in self.params.items():
             if name not in known:
                 raise ValueError(
@@ -253,10 +329,27 @@ class Flow(StrictModel):
                 )
         return self
 
+    @property
+    def unresponsive(self) -> bool:
+        """Constant-rate UDP without congestion control (userspace agent, CBR traffic)."""
+        return self.agent == "userspace" and self.traffic.model == "cbr"
+
+    @property
+    def label(self) -> str:
+        """The flow's name in results and legends: its algorithm id, or `cbr-udp`."""
+        return "cbr-udp" if self.unresponsive else self.algorithm.value
+
+    @property
+    def runtime_kind(self) -> Runtime:
+        if self.agent == "userspace":
+            return Runtime.userspace
+        return Runtime.kernel_bpf if self.runtime == "bpf" else Runtime.kernel_builtin
+
     def parameter_values(self) -> dict[str, float]:
         """Every tunable of the algorithm: the spec's value, else the seed's default."""
         return {
-            p.name: self.params.get(p.name, p.default) for p in PARAMETERS.get(self.algorithm, ())
+            p.name: self.params.get(p.name, p.default)
+            for p in parameters_of(self.algorithm, self.runtime_kind)
         }
 
 

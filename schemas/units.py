@@ -191,7 +191,17 @@ _BUFFER_SCHEMA = {
     "examples": ["1bdp", "25pkt", "64KB"],
 }
 
+_SIZE_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^\s*[0-9.eE+]+\s*([kKmMgG]?i?[bB])?\s*$"},
+        {"type": "integer", "minimum": 1},
+    ],
+    "description": "bytes: a number, or a string with a unit (B, KB, MB, GB, KiB, MiB, GiB)",
+    "examples": ["100KB", "10MiB"],
+}
+
 Rate = Annotated[float, PlainValidator(parse_rate), WithJsonSchema(_RATE_SCHEMA)]
+Size = Annotated[int, PlainValidator(parse_size), WithJsonSchema(_SIZE_SCHEMA)]
 Duration = Annotated[float, PlainValidator(parse_duration), WithJsonSchema(_DURATION_SCHEMA)]
 BufferSize = Annotated[
     Buffer,

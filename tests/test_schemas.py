@@ -254,6 +254,58 @@ def test_controller_params_are_checked_against_the_algorithms_tunables() -> None
     [m] = messages({"algorithm": "aaimd", "runtime": "bpf", "params": {"variant": 0.5}})
     assert "params.variant: 0.5 is not a whole number" in m
     [m] = messages({"algorithm": "reno", "params": {"x": 1}})
-    assert "tunables apply to ccbench's own controllers (runtime: bpf)" in m
+    assert "tunables apply to ccbench's own controllers (runtime: bpf, or agent: userspace)" in m
     [m] = messages({"algorithm": "dual"})
     assert "no kernel/builtin runtime" in m and "set runtime: bpf" in m
+
+
+def test_userspace_flows_traffic_models_and_transport_options() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+
+    def spec(*flows: dict[str, Any]) -> ExperimentSpec:
+        raw["flows"] = list(flows)
+        return ExperimentSpec.model_validate(raw)
+
+    def messages(*flows: dict[str, Any]) -> list[str]:
+        raw["flows"] = list(flows)
+        with pytest.raises(ValidationError) as info:
+            ExperimentSpec.model_validate(raw)
+        return [f"{e['loc']}: {e['msg']}" for e in errors_of(info.value)]
+
+    s = spec(
+        {"algorithm": "tfrc", "agent": "userspace", "role": "candidate"},
+        {"algorithm": "aaimd", "agent": "userspace", "params": {"beta_max": 0.7},
+         "transport": {"min_rto": "1s", "rto_granularity": "500ms", "delayed_acks": True}},
+        {"algorithm": "reno", "traffic": {"model": "on_off"}},
+        {"algorithm": "reno", "agent": "userspace",
+         "traffic": {"model": "web", "mean_size": "50KB", "mean_interarrival": "200ms"}},
+        {"algorithm": "reno", "agent": "userspace", "traffic": {"model": "cbr", "rate": "2Mbit"}},
+        {"algorithm": "cubic", "traffic": {"model": "fixed", "size": "1MiB"}},
+    )  # fmt: skip
+    tfrc, aaimd, on_off, web, cbr, fixed = s.flows
+    assert tfrc.runtime_kind.value == "userspace"
+    assert aaimd.parameter_values() == {"beta_max": 0.7, "rtt_max_fade": 0.875, "variant": 0}
+    assert aaimd.transport is not None
+    assert (aaimd.transport.min_rto, aaimd.transport.rto_granularity) == (1.0, 0.5)
+    # Seed 004 section III-C.4's on/off source is the default.
+    assert on_off.traffic.model_dump() == {
+        "model": "on_off", "shape": 1.2, "on_mean": 1.0, "off_mean": 2.0, "rate": 12_000.0
+    }  # fmt: skip
+    assert web.traffic.model_dump()["mean_size"] == 50_000
+    assert cbr.traffic.model_dump() == {"model": "cbr", "rate": 2e6}
+    assert fixed.traffic.model_dump() == {"model": "fixed", "size": 1_048_576}
+
+    [m] = messages({"algorithm": "cubic", "agent": "userspace"})
+    assert "'cubic' has no userspace runtime" in m
+    [m] = messages({"algorithm": "vegas", "agent": "userspace", "runtime": "bpf"})
+    assert "runtime: applies to kernel flows" in m
+    [m] = messages({"algorithm": "reno", "transport": {"mss": 1000}})
+    assert "transport: options of the userspace transport" in m
+    [m] = messages({"algorithm": "reno", "agent": "userspace", "params": {"alpha": 1}})
+    assert "params.alpha: not a parameter of reno" in m
+    [m] = messages({"algorithm": "reno", "traffic": {"model": "on_off", "shape": 1.0}})
+    assert m.startswith("flows.0.traffic.on_off.shape") and "greater than 1" in m
+    [m] = messages({"algorithm": "reno", "traffic": {"model": "fixed", "size": "-1KB"}})
+    assert "flows.0.traffic.fixed.size" in m
+    [m] = messages({"algorithm": "reno", "traffic": {"model": "poisson"}})
+    assert "flows.0.traffic" in m and "poisson" in m

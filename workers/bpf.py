@@ -50,8 +50,11 @@ def run_tag(run_id: str) -> str:
 
 def symbol_values(algorithm: str, params: dict[str, float]) -> dict[str, int]:
     """The object's integer tunables for the spec's parameter values."""
-    by_name = {p.name: p for p in PARAMETERS[Algorithm(algorithm)]}
-    return {by_name[n].bpf_symbol: round(v * by_name[n].bpf_scale) for n, v in params.items()}
+    values = {}
+    for p in PARAMETERS[Algorithm(algorithm)]:
+        assert p.bpf_symbol is not None, f"{algorithm}.{p.name} has no BPF symbol"
+        values[p.bpf_symbol] = round(params[p.name] * p.bpf_scale)
+    return values
 
 
 def controller_name(run_id: str, k: int, algorithm: str) -> str:

@@ -31,10 +31,13 @@ def controllers_for_spec(
     spec: ExperimentSpec, run_id: str
 ) -> tuple[list[ControllerPlan], list[str]]:
     """The BPF controllers the run registers (one per algorithm and parameter set) and each
-    flow's kernel controller name."""
+    flow's controller name: the kernel's (TCP_CONGESTION) or, for userspace flows, the id."""
     controllers: dict[tuple[str, tuple[tuple[str, float], ...]], ControllerPlan] = {}
     names = []
     for flow in spec.flows:
+        if flow.agent == "userspace":  # ccbench-cc takes the algorithm id itself
+            names.append(flow.algorithm.value)
+            continue
         if flow.runtime != "bpf":
             names.append(KERNEL_BUILTIN_NAMES[flow.algorithm])
             continue
@@ -74,6 +77,10 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
                 direction=flow.direction,
                 entry=spec.flow_path(i)[0],
                 exit=spec.flow_path(i)[1],
+                agent=flow.agent,
+                params=flow.parameter_values() if flow.agent == "userspace" else {},
+                traffic=flow.traffic.model_dump(),
+                transport=flow.transport.model_dump() if flow.transport else {},
             )
             for i, flow in enumerate(spec.flows)
         ],

@@ -106,7 +106,8 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
             max(run_window.start, start),
             min(run_window.end, start + spec.flow_duration(i)),
         )
-        info = [s for s in sends[i] if s.get("type") == "tcp_info"]
+        # Kernel flows sample tcp_info; userspace flows write the same keys ("transport").
+        info = [s for s in sends[i] if s.get("type") in ("tcp_info", "transport")]
         summary = next((s for s in sends[i] if s.get("type") == "summary"), None)
         received = [r for r in recvs[i] if r.get("type") == "recv"]
         bytes_in_window = sum(r["bytes"] for r in received if r["ts"] in window)
@@ -120,7 +121,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         flows.append(
             FlowMetrics(
                 flow=i,
-                algorithm=flow.algorithm.value,
+                algorithm=flow.label,
                 goodput_bps=goodput,
                 throughput_bps=m.throughput_bps(sent, window.seconds),
                 rtt_mean_s=m.mean(srtts),
@@ -149,10 +150,13 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         )
         series[f"flow-{i}.goodput"] = downsample(_goodput_series(received, t0))
         senders.append(_sender(summary) if flow.direction == "forward" else None)
-        if summary and summary.get("local") and trace:
+        state = {}
+        if flow.agent == "userspace":
+            state = _userspace_state_series(info, t0)
+        elif summary and summary.get("local") and trace:
             state = _state_series(trace, str(summary["local"]), t0)
-            if state:
-                series[f"flow-{i}.cc_state"] = downsample(state)
+        if state:
+            series[f"flow-{i}.cc_state"] = downsample(state)
 
     if emulated:
         log = run_dir / f"link-{spec.bottleneck_index}-data.bin"
@@ -299,6 +303,19 @@ def _state_series(trace: list[dict[str, Any]], local: str, t0: float) -> dict[st
     and port (`local` as the agent reports it, "10.0.0.1:43210")."""
     address, _, port = local.rpartition(":")
     samples = [s for s in trace if s["saddr"] == address and str(s["sport"]) == port]
+    if not samples:
+        return {}
+    fields = sorted({name for s in samples for name in s["state"]})
+    columns: dict[str, list[Any]] = {"t_s": [round(s["ts"] - t0, 6) for s in samples]}
+    for name in fields:
+        columns[name] = [s["state"].get(name) for s in samples]
+    return columns
+
+
+def _userspace_state_series(info: list[dict[str, Any]], t0: float) -> dict[str, list[Any]]:
+    """A userspace controller's own state over time, from the transport's interval lines
+    (the same variable names as the BPF controllers' traces where the meaning is the same)."""
+    samples = [s for s in info if s.get("state")]
     if not samples:
         return {}
     fields = sorted({name for s in samples for name in s["state"]})

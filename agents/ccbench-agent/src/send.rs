@@ -1,7 +1,10 @@
-//! `ccbench-agent send`: one bulk kernel-TCP flow with the requested controller, sampling
+//! `ccbench-agent send`: one kernel-TCP flow with the requested controller, sampling
 //! tcp_info every interval on its own thread so that the sending loop is never delayed by it.
+//! The traffic model decides how much the application has handed over by each moment (bulk:
+//! always more); the sender writes only that, and sleeps while it has caught up.
 
 use crate::{sock, tcpinfo};
+use ccbench_common::traffic::TrafficArgs;
 use ccbench_common::{round_us, sleep_until_unix, stop_requested, unix_now, AgentError};
 use serde_json::json;
 use std::fs::File;
@@ -21,11 +24,17 @@ pub struct SendArgs {
     pub out: PathBuf,
     pub start_at: Option<f64>,
     pub flow_id: u32,
+    pub traffic: TrafficArgs,
 }
 
 const CHUNK: usize = 128 * 1024;
+/// How often a sender whose data is all written checks whether it is all acknowledged.
+const ACK_POLL: Duration = Duration::from_millis(1);
+/// Longest single sleep, so that a stop request is seen promptly.
+const MAX_SLEEP: Duration = Duration::from_millis(50);
 
 pub fn run(args: SendArgs) -> Result<(), AgentError> {
+    let mut traffic = args.traffic.build()?;
     let file = File::create(&args.out).map_err(|e| {
         AgentError::usage(format!("cannot create --out {}: {e}", args.out.display()))
     })?;
@@ -45,6 +54,7 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
     if let Some(at) = args.start_at {
         sleep_until_unix(at);
     }
+    let flow_start = Instant::now();
     let start_ts = unix_now();
     let interval = Duration::from_millis(args.interval_ms.max(1));
     let sampling = Arc::new(AtomicBool::new(true));
@@ -54,12 +64,48 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
         std::thread::spawn(move || sample_loop(fd, flow, interval, &sampling, out))
     };
 
-    let end = Instant::now() + Duration::from_secs_f64(args.duration_s);
+    let end = flow_start + Duration::from_secs_f64(args.duration_s);
     let buf = vec![0x5au8; CHUNK];
     let mut failure = None;
-    while Instant::now() < end && !stop_requested() {
-        match stream.write(&buf) {
-            Ok(_) => {}
+    let mut written: u64 = 0;
+    // The application's data ran out and every byte of it was acknowledged (fixed size).
+    let mut completed = false;
+    loop {
+        let now = Instant::now();
+        if now >= end || stop_requested() {
+            break;
+        }
+        let now_s = (now - flow_start).as_secs_f64();
+        let available = traffic.available(now_s);
+        if written >= available {
+            // Caught up with the application: wait for its next data or, when no more will
+            // come, for the acknowledgement of the last byte.
+            match traffic.next_change(now_s) {
+                Some(at_s) => {
+                    let at = Duration::try_from_secs_f64(at_s)
+                        .ok()
+                        .and_then(|offset| flow_start.checked_add(offset))
+                        .unwrap_or(end);
+                    sleep_until(at.min(end));
+                }
+                // Errors end the loop (not `?`) so the samples and summary are still written.
+                None => match unacknowledged_bytes(fd) {
+                    Ok(0) => {
+                        completed = true;
+                        break;
+                    }
+                    Ok(_) => sleep_until((now + ACK_POLL).min(end)),
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                },
+            }
+            continue;
+        }
+        let len = (available - written).min(CHUNK as u64) as usize;
+        match stream.write(&buf[..len]) {
+            Ok(sent) => written += sent as u64,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => {
@@ -72,6 +118,7 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
         }
     }
     let end_ts = unix_now();
+    let offered = traffic.available(flow_start.elapsed().as_secs_f64());
     sampling.store(false, Ordering::SeqCst);
     let mut out = sampler
         .join()
@@ -84,17 +131,50 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
         "start_ts": round_us(start_ts), "end_ts": round_us(end_ts),
         "bytes_sent": info.bytes_sent, "bytes_acked": info.bytes_acked,
         "retransmits": info.total_retrans,
+        "traffic": args.traffic.traffic.name(),
+        // Bytes the application made available during the flow; null for bulk (unlimited).
+        "bytes_offered": (offered != u64::MAX).then_some(offered),
+        "completed": completed,
     });
     writeln!(out, "{summary}")?;
     out.flush()?;
     // The flow ends now: reset the connection instead of letting the kernel keep sending what
-    // is still in the socket buffer, which would run the flow past its duration.
-    sock::abort_on_close(fd);
+    // is still in the socket buffer, which would run the flow past its duration. A completed
+    // flow has nothing left to send and closes normally (the receiver sees its end).
+    if !completed {
+        sock::abort_on_close(fd);
+    }
     drop(stream);
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Sleep until `target` (or until a stop is requested).
+fn sleep_until(target: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= target || stop_requested() {
+            return;
+        }
+        std::thread::sleep((target - now).min(MAX_SLEEP));
+    }
+}
+
+/// Bytes written to the socket and not yet acknowledged by the peer (SIOCOUTQ: write_seq -
+/// snd_una, so sent-and-unacked plus not-yet-sent).
+fn unacknowledged_bytes(fd: RawFd) -> Result<u32, AgentError> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (= SIOCOUTQ) writes one int through the pointer.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) };
+    if rc != 0 {
+        return Err(AgentError::runtime(format!(
+            "SIOCOUTQ failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(queued.max(0) as u32)
 }
 
 /// Sample on an absolute schedule (start + k * interval), so sampling does not drift.

@@ -1,5 +1,7 @@
 //! Shared by the agent binaries: wall-clock timestamps, the stop flag set by SIGTERM/SIGINT, error exits.
 
+pub mod traffic;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

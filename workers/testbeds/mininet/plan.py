@@ -38,6 +38,74 @@ class FlowPlan:
     direction: str = "forward"  # forward: s_i -> d_i; reverse: d_i -> s_i (reverse path)
     entry: int = 0  # router index (0-based) where the flow's sender is attached
     exit: int = 1  # router index where its receiver is attached
+    agent: str = "kernel"  # kernel: TCP (send/recv); userspace: ccbench's UDP transport
+    params: dict[str, float] = field(default_factory=dict)  # userspace controller tunables
+    # The spec's traffic model in SI units: {"model": "bulk"} or e.g. {"model": "on_off",
+    # "shape": 1.2, "on_mean": 1.0, "off_mean": 2.0, "rate": 12000.0}.
+    traffic: dict[str, Any] = field(default_factory=lambda: {"model": "bulk"})
+    transport: dict[str, Any] = field(default_factory=dict)  # userspace transport options
+
+
+# The agents' traffic-model flags (ccbench_common::traffic::TrafficArgs) for a spec model.
+_TRAFFIC_FLAGS = {
+    "fixed": {"size": "--size-bytes"},
+    "on_off": {"shape": "--pareto-shape", "on_mean": "--on-mean-s", "off_mean": "--off-mean-s",
+               "rate": "--rate-bps"},
+    "web": {"mean_size": "--mean-size-bytes", "shape": "--pareto-shape",
+            "mean_interarrival": "--mean-interarrival-s"},
+    "cbr": {"rate": "--rate-bps"},
+}  # fmt: skip
+_TRAFFIC_NAMES = {"bulk": "bulk", "fixed": "fixed", "on_off": "onoff", "web": "web", "cbr": "cbr"}
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def traffic_args(traffic: dict[str, Any], seed: int) -> list[str]:
+    """The agents' flags for a traffic model; none for bulk, their default."""
+    model = traffic["model"]
+    if model == "bulk":
+        return []
+    args = ["--traffic", _TRAFFIC_NAMES[model]]
+    for key, flag in _TRAFFIC_FLAGS.get(model, {}).items():
+        args += [flag, _number(traffic[key])]
+    if model in ("on_off", "web"):
+        args += ["--traffic-seed", str(seed)]
+    return args
+
+
+def receiver_command(
+    agent: str, flow: FlowPlan, listen: str, interval_ms: int, out: str
+) -> list[str]:
+    """The receiver of one flow: `ccbench-agent recv` (TCP) or `urecv` (userspace)."""
+    sub = "urecv" if flow.agent == "userspace" else "recv"
+    args = [agent, sub, "--listen", listen, "--interval-ms", str(interval_ms), "--out", out]
+    if flow.agent == "userspace" and flow.transport.get("delayed_acks"):
+        args.append("--delayed-acks")
+    return args
+
+
+def sender_command(
+    agent: str, flow: FlowPlan, dst: str, interval_ms: int, out: str, start_at: float, seed: int
+) -> list[str]:
+    """The sender of one flow, with its controller, traffic model and common start time. A
+    userspace flow with CBR traffic is unresponsive UDP (no controller)."""
+    common = ["--dst", dst, "--duration-s", repr(flow.duration_s), "--interval-ms",
+              str(interval_ms), "--out", out, "--start-at", f"{start_at:.6f}",
+              "--flow-id", str(flow.index)]  # fmt: skip
+    flow_seed = str(seed * 1000 + flow.index)
+    if flow.agent != "userspace":
+        return [agent, "send", "--cc", flow.algorithm, *common,
+                *traffic_args(flow.traffic, int(flow_seed))]  # fmt: skip
+    if flow.traffic["model"] == "cbr":
+        return [agent, "usend", *common, "--cbr-rate-bps", _number(flow.traffic["rate"])]
+    t = flow.transport
+    return [agent, "usend", "--cc", flow.algorithm, "--params", json.dumps(flow.params,
+            sort_keys=True), *common, "--mss", str(t.get("mss", 1448)),
+            "--min-rto-ms", _number(t.get("min_rto", 0.2) * 1000),
+            "--rto-granularity-ms", _number(t.get("rto_granularity", 0.001) * 1000),
+            *traffic_args(flow.traffic, int(flow_seed))]  # fmt: skip
 
 
 @dataclass(frozen=True)

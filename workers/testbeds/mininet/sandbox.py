@@ -29,7 +29,12 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO_ROOT))
 
-from workers.testbeds.mininet.plan import FlowPlan, Plan  # noqa: E402
+from workers.testbeds.mininet.plan import (  # noqa: E402
+    FlowPlan,
+    Plan,
+    receiver_command,
+    sender_command,
+)
 from workers.testbeds.mininet.probe import probe_host  # noqa: E402
 from workers.testbeds.mininet.topology import Chain, chain, htb_burst_bytes  # noqa: E402
 
@@ -134,7 +139,7 @@ class Sandbox:
         self.provenance["capabilities"] = capabilities
         # BPF controllers the worker registered for this run, with the values written in.
         self.provenance["bpf_controllers"] = [asdict(c) for c in self.plan.controllers]
-        wanted = {f.algorithm for f in self.plan.flows}
+        wanted = {f.algorithm for f in self.plan.flows if f.agent == "kernel"}
         missing = sorted(wanted - set(capabilities["congestion_controls"]))
         if missing:
             raise SandboxError(
@@ -409,20 +414,19 @@ class Sandbox:
     def traffic(self) -> None:
         plan = self.plan
         agent = str(self.agents / "ccbench-agent")
-        interval_ms = str(max(1, round(plan.sampling_interval_s * 1000)))
+        interval_ms = max(1, round(plan.sampling_interval_s * 1000))
         for flow in plan.flows:
             receiver, address = self.endpoints(flow)[1]
             self.start(
                 receiver,
                 f"receiver {flow.index}",
-                agent,
-                "recv",
-                "--listen",
-                f"{address}:{PORT}",
-                "--interval-ms",
-                interval_ms,
-                "--out",
-                str(self.run_dir / f"flow-{flow.index}.recv.jsonl"),
+                *receiver_command(
+                    agent,
+                    flow,
+                    f"{address}:{PORT}",
+                    interval_ms,
+                    str(self.run_dir / f"flow-{flow.index}.recv.jsonl"),
+                ),
                 ready='"listening"',
             )
         if self.provenance["link_mechanism"] == "tc":
@@ -434,7 +438,7 @@ class Sandbox:
                 "--dev",
                 self.topo.link_interface(0),
                 "--interval-ms",
-                interval_ms,
+                str(interval_ms),
                 "--out",
                 str(self.run_dir / "qdisc.jsonl"),
             )
@@ -445,24 +449,15 @@ class Sandbox:
             sender = self.endpoints(flow)[0][0]
             address = self.endpoints(flow)[1][1]
             proc = self.node(sender).popen(
-                [
+                sender_command(
                     agent,
-                    "send",
-                    "--dst",
+                    flow,
                     f"{address}:{PORT}",
-                    "--cc",
-                    flow.algorithm,
-                    "--duration-s",
-                    f"{flow.duration_s}",
-                    "--interval-ms",
                     interval_ms,
-                    "--out",
                     str(self.run_dir / f"flow-{flow.index}.send.jsonl"),
-                    "--start-at",
-                    f"{t0 + flow.start_s:.6f}",
-                    "--flow-id",
-                    str(flow.index),
-                ],
+                    t0 + flow.start_s,
+                    plan.seed,
+                ),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 universal_newlines=True,

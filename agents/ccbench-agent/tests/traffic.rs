@@ -1,0 +1,395 @@
+//! Traffic models on real kernel-TCP flows between two network namespaces this test creates
+//! (prefix `ccbm-`, always deleted): on/off sources deliver their model's long-run rate, a CBR
+//! flow its constant rate, a fixed-size flow exactly its size and then ends on its own.
+//! Needs root; skipped (with a message) otherwise.
+
+use ccbench_common::traffic::{OnOff, Traffic};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_ccbench-agent");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn sh(args: &[&str]) {
+    let status = Command::new(args[0]).args(&args[1..]).status().unwrap();
+    assert!(status.success(), "{args:?} failed");
+}
+
+/// Two namespaces joined by a veth pair, 10.78.0.1 (receiver) <-> 10.78.0.2 (sender);
+/// deleted on drop, which also removes the veth pair and any qdisc on it.
+struct Pair {
+    receiver: String,
+    sender: String,
+}
+
+impl Pair {
+    fn new(tag: &str) -> Pair {
+        let id = std::process::id();
+        let pair = Pair {
+            receiver: format!("ccbm-{tag}-r-{id}"),
+            sender: format!("ccbm-{tag}-s-{id}"),
+        };
+        sh(&["ip", "netns", "add", &pair.receiver]);
+        sh(&["ip", "netns", "add", &pair.sender]);
+        sh(&[
+            "ip",
+            "link",
+            "add",
+            "vr",
+            "netns",
+            &pair.receiver,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "vs",
+            "netns",
+            &pair.sender,
+        ]);
+        for (ns, dev, addr) in [
+            (&pair.receiver, "vr", "10.78.0.1/24"),
+            (&pair.sender, "vs", "10.78.0.2/24"),
+        ] {
+            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
+            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        }
+        pair
+    }
+
+    fn exec(&self, ns: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns]).args(args);
+        cmd
+    }
+
+    /// Start a receiver on 10.78.0.1:5001 logging every 10 ms, once it is listening.
+    fn start_recv(&self, out: &Path) -> Running {
+        let mut recv = Running(Some(
+            self.exec(
+                &self.receiver,
+                &[
+                    AGENT,
+                    "recv",
+                    "--listen",
+                    "10.78.0.1:5001",
+                    "--out",
+                    out.to_str().unwrap(),
+                    "--interval-ms",
+                    "10",
+                ],
+            )
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        ));
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(recv.child().stdout.as_mut().unwrap()),
+            &mut first,
+        )
+        .unwrap();
+        assert!(first.contains("\"listening\""), "{first}");
+        recv
+    }
+
+    /// A `send` in the sender namespace with the common flags plus `extra`.
+    fn send(&self, out: &Path, flow: u32, duration_s: &str, extra: &[&str]) -> Command {
+        let flow = flow.to_string();
+        let mut args = vec![
+            AGENT,
+            "send",
+            "--dst",
+            "10.78.0.1:5001",
+            "--cc",
+            "reno",
+            "--duration-s",
+            duration_s,
+            "--flow-id",
+            &flow,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.exec(&self.sender, &args)
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.receiver])
+            .status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.sender])
+            .status();
+    }
+}
+
+/// A child process that is killed when dropped, so a failing test leaves nothing running.
+struct Running(Option<Child>);
+
+impl Running {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let mut child = self.0.take().unwrap();
+        // SAFETY: plain kill(2) on our child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().unwrap()
+    }
+
+    fn wait(mut self) -> std::process::ExitStatus {
+        self.0.take().unwrap().wait().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A temporary file, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str) -> TempFile {
+        TempFile(std::env::temp_dir().join(format!("ccbm-{}-{name}", std::process::id())))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn summary(path: &Path) -> Value {
+    let summary = lines(path).pop().unwrap();
+    assert_eq!(summary["type"], "summary", "{summary}");
+    summary
+}
+
+/// Bytes the receiver logged per connection (`close` lines carry the total).
+fn received_per_conn(path: &Path) -> Vec<u64> {
+    let received = lines(path);
+    let closes: Vec<&Value> = received.iter().filter(|l| l["type"] == "close").collect();
+    closes
+        .iter()
+        .map(|l| l["total_bytes"].as_u64().unwrap())
+        .collect()
+}
+
+fn assert_close(what: &str, measured: f64, expected: f64, relative: f64) {
+    assert!(
+        (measured - expected).abs() <= relative * expected,
+        "{what}: measured {measured:.0}, expected {expected:.0} within {:.0}%",
+        relative * 100.0
+    );
+}
+
+#[test]
+fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let pair = Pair::new("rate");
+    let recv_out = TempFile::new("rate-recv.jsonl");
+    let recv = pair.start_recv(&recv_out.0);
+    // Three on/off sources (shape 2.5, 10 ms ON / 20 ms OFF on average, 8 Mbit/s while ON:
+    // 2.67 Mbit/s each in the long run; about 330 cycles each in 10 s) and one 4 Mbit/s CBR
+    // flow, sharing the unshaped veth pair (far faster than their sum).
+    let duration_s = 10.0;
+    let (rate_bps, on_s, off_s, shape) = (8_000_000u64, 0.01, 0.02, 2.5);
+    let expected_onoff_bps = rate_bps as f64 * on_s / (on_s + off_s);
+    let seeds = [1u64, 2, 3];
+    let onoff_outs: Vec<TempFile> = seeds
+        .iter()
+        .map(|seed| TempFile::new(&format!("onoff-{seed}.jsonl")))
+        .collect();
+    let cbr_out = TempFile::new("cbr.jsonl");
+    let mut senders: Vec<Running> = seeds
+        .iter()
+        .zip(&onoff_outs)
+        .map(|(seed, out)| {
+            let flow = *seed as u32;
+            let seed = seed.to_string();
+            let mut cmd = pair.send(
+                &out.0,
+                flow,
+                "10",
+                &[
+                    "--traffic",
+                    "onoff",
+                    "--pareto-shape",
+                    "2.5",
+                    "--on-mean-s",
+                    "0.01",
+                    "--off-mean-s",
+                    "0.02",
+                    "--rate-bps",
+                    "8000000",
+                    "--traffic-seed",
+                    &seed,
+                ],
+            );
+            Running(Some(cmd.spawn().unwrap()))
+        })
+        .collect();
+    senders.push(Running(Some(
+        pair.send(
+            &cbr_out.0,
+            9,
+            "10",
+            &["--traffic", "cbr", "--rate-bps", "4000000"],
+        )
+        .spawn()
+        .unwrap(),
+    )));
+    for sender in senders {
+        assert!(sender.wait().success());
+    }
+    assert!(recv.terminate().success());
+
+    // The receiver numbers connections in accept order; match them by the summaries' totals.
+    let mut received = received_per_conn(&recv_out.0);
+    assert_eq!(received.len(), 4, "{received:?}");
+    let mut take_closest = |acked: u64| -> u64 {
+        let index = (0..received.len())
+            .min_by_key(|&i| received[i].abs_diff(acked))
+            .unwrap();
+        received.remove(index)
+    };
+
+    let mut onoff_goodputs = Vec::new();
+    for (seed, out) in seeds.iter().zip(&onoff_outs) {
+        let summary = summary(&out.0);
+        assert_eq!(summary["traffic"], "onoff");
+        assert_eq!(summary["completed"], false);
+        let ran_s = summary["end_ts"].as_f64().unwrap() - summary["start_ts"].as_f64().unwrap();
+        assert!(
+            (duration_s..duration_s + 0.2).contains(&ran_s),
+            "ran {ran_s}"
+        );
+        // The sender offered exactly what the model (same parameters and seed) makes
+        // available over the flow's duration, give or take the timing of the last units.
+        let offered = summary["bytes_offered"].as_u64().unwrap();
+        let mut model = OnOff::new(shape, on_s, off_s, rate_bps, *seed).unwrap();
+        let modelled = model.available(ran_s);
+        assert!(
+            offered.abs_diff(modelled) <= 20_000,
+            "seed {seed}: offered {offered}, model {modelled}"
+        );
+        // Everything offered was received (+1 acked byte for the SYN), bar the last units in
+        // flight at the end.
+        let acked = summary["bytes_acked"].as_u64().unwrap();
+        let got = take_closest(acked);
+        assert!(
+            got <= offered && got + 20_000 >= offered,
+            "seed {seed}: received {got} of {offered} offered"
+        );
+        let goodput = got as f64 * 8.0 / duration_s;
+        // One source over ~330 heavy-ish tailed cycles: within 20% of rate·on/(on+off).
+        assert_close(
+            &format!("on/off goodput, seed {seed}"),
+            goodput,
+            expected_onoff_bps,
+            0.20,
+        );
+        onoff_goodputs.push(goodput);
+    }
+    let mean_goodput = onoff_goodputs.iter().sum::<f64>() / onoff_goodputs.len() as f64;
+    assert_close(
+        "mean on/off goodput",
+        mean_goodput,
+        expected_onoff_bps,
+        0.10,
+    );
+
+    let summary = summary(&cbr_out.0);
+    assert_eq!(summary["traffic"], "cbr");
+    let got = take_closest(summary["bytes_acked"].as_u64().unwrap());
+    assert_close("cbr goodput", got as f64 * 8.0 / duration_s, 4e6, 0.02);
+    eprintln!(
+        "on/off goodputs {onoff_goodputs:.0?} bit/s (expected {expected_onoff_bps:.0}), \
+         cbr {:.0} bit/s",
+        got as f64 * 8.0 / duration_s
+    );
+}
+
+#[test]
+fn fixed_size_flow_delivers_exactly_its_size_and_ends_early() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let pair = Pair::new("fixed");
+    // 20 Mbit/s htb bottleneck with a 50-packet drop-tail buffer, sender to receiver.
+    let ns = pair.sender.clone();
+    sh(&[
+        "ip", "netns", "exec", &ns, "tc", "qdisc", "add", "dev", "vs", "root", "handle", "1:",
+        "htb", "default", "1",
+    ]);
+    sh(&[
+        "ip", "netns", "exec", &ns, "tc", "class", "add", "dev", "vs", "parent", "1:", "classid",
+        "1:1", "htb", "rate", "20mbit", "burst", "15140", "cburst", "15140",
+    ]);
+    sh(&[
+        "ip", "netns", "exec", &ns, "tc", "qdisc", "add", "dev", "vs", "parent", "1:1", "handle",
+        "10:", "pfifo", "limit", "50",
+    ]);
+    let recv_out = TempFile::new("fixed-recv.jsonl");
+    let send_out = TempFile::new("fixed-send.jsonl");
+    let recv = pair.start_recv(&recv_out.0);
+    let size: u64 = 3_000_000;
+    let started = Instant::now();
+    let status = pair
+        .send(
+            &send_out.0,
+            0,
+            "30",
+            &["--traffic", "fixed", "--size-bytes", &size.to_string()],
+        )
+        .status()
+        .unwrap();
+    let wall = started.elapsed();
+    assert!(status.success());
+    // The sender closed normally; give the receiver a moment to read the FIN.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(recv.terminate().success());
+
+    let summary = summary(&send_out.0);
+    assert_eq!(summary["traffic"], "fixed");
+    assert_eq!(summary["completed"], true);
+    assert_eq!(summary["bytes_offered"], size);
+    assert_eq!(summary["bytes_acked"], size + 1, "data plus the SYN");
+    // 3 MB at 20 Mbit/s takes at least 1.2 s; it ended long before its 30 s duration.
+    let fct = summary["end_ts"].as_f64().unwrap() - summary["start_ts"].as_f64().unwrap();
+    assert!((1.2..3.0).contains(&fct), "flow completion time {fct} s");
+    assert!(wall < Duration::from_secs(5), "sender ran {wall:?}");
+    // Exactly the size arrived, on one connection that the sender closed.
+    assert_eq!(received_per_conn(&recv_out.0), vec![size]);
+    eprintln!("fixed {size} bytes: flow completion time {fct:.3} s");
+}

@@ -1,0 +1,172 @@
+//! paced_newreno: Paced NewReno, seed 003 §II-A.2, eq. 3: NewReno (Reno's window growth and
+//! halving, the transport's NewReno recovery) with every packet paced, for the whole
+//! connection, at the sender's own rate cwnd/RTT, i.e. one packet every
+//! delta = 1 / (cwnd / RTT). As in the BPF version (agents/kernel/bpf/paced_newreno.bpf.c), RTT
+//! is the smoothed RTT (gain 1/8), not the seed's "latestRTT", whose single samples carry the
+//! delayed-ACK noise; before the first RTT sample the sender is not paced. No tunables.
+
+use std::time::Duration;
+
+use crate::reno::StandardTcp;
+use crate::{Ack, Config, ConfigError, CongestionEvent, Controller, Recovery, Time};
+
+pub struct PacedNewReno {
+    /// NewReno's window rules (newreno.rs); pacing is the only addition.
+    tcp: StandardTcp,
+    mss: u32,
+    srtt: Option<Duration>,
+}
+
+impl PacedNewReno {
+    pub fn new(config: &Config) -> Result<PacedNewReno, ConfigError> {
+        Ok(PacedNewReno {
+            tcp: StandardTcp::new("paced_newreno", Recovery::NewReno, config)?,
+            mss: config.mss,
+            srtt: None,
+        })
+    }
+}
+
+impl Controller for PacedNewReno {
+    fn id(&self) -> &'static str {
+        "paced_newreno"
+    }
+
+    fn recovery(&self) -> Recovery {
+        Recovery::NewReno
+    }
+
+    fn on_ack(&mut self, ack: &Ack) {
+        if let Some(rtt) = ack.rtt {
+            // The kernel's SRTT gain, 1/8; the first sample is taken as is.
+            self.srtt = Some(match self.srtt {
+                None => rtt,
+                Some(srtt) => srtt.mul_f64(0.875) + rtt.mul_f64(0.125),
+            });
+        }
+        self.tcp.on_ack(ack);
+    }
+
+    fn on_congestion_event(&mut self, event: &CongestionEvent) {
+        self.tcp.on_congestion_event(event);
+    }
+
+    fn on_timeout(&mut self, now: Time) {
+        self.tcp.on_timeout(now);
+    }
+
+    fn cwnd(&self) -> f64 {
+        self.tcp.cwnd()
+    }
+
+    fn ssthresh(&self) -> f64 {
+        self.tcp.ssthresh()
+    }
+
+    /// cwnd·MSS/SRTT (eq. 3).
+    fn pacing_rate(&self) -> Option<f64> {
+        let srtt = self.srtt?.as_secs_f64();
+        (srtt > 0.0).then(|| self.cwnd() * f64::from(self.mss) / srtt)
+    }
+
+    fn state_names(&self) -> &'static [&'static str] {
+        &["pacing_rate_bps"]
+    }
+
+    fn state_values(&self, out: &mut [f64]) {
+        out[0] = self.pacing_rate().unwrap_or(0.0) * 8.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{Link, Sim};
+    use crate::test_support::{check_paced_gaps, Watched};
+
+    fn config() -> Config {
+        Config {
+            mss: 1000,
+            params: Default::default(),
+            seed: 0,
+        }
+    }
+
+    #[test]
+    fn every_packet_after_the_first_rtt_is_paced_at_cwnd_over_srtt() {
+        let watched = Watched::new(PacedNewReno::new(&config()).unwrap(), |_, _| ());
+        let (_, departures, _) = watched.handles();
+        let report = Sim::new(Link::mbit(1.5, Duration::from_millis(140), 10))
+            .per_ack_samples(true)
+            .flow(Box::new(watched))
+            .run(Duration::from_secs(60));
+        let flow = &report.flows[0];
+        for s in &flow.acks {
+            let srtt = s.srtt.expect("an ACK brings an RTT sample").as_secs_f64();
+            let rate = s.pacing_rate.expect("paced once an RTT sample exists");
+            // The controller's SRTT follows the same samples with the same gain as the
+            // harness's RFC 6298 SRTT (the harness rounds it to whole nanoseconds).
+            let want = s.cwnd * 1000.0 / srtt;
+            assert!(
+                (rate / want - 1.0).abs() < 1e-6,
+                "{rate} vs cwnd/SRTT {want}"
+            );
+        }
+        let departures = departures.lock().unwrap();
+        let unpaced = departures
+            .iter()
+            .filter(|d| d.pacing_rate.is_none())
+            .count();
+        assert_eq!(
+            unpaced, 1,
+            "only the first packet leaves before any RTT sample"
+        );
+        let slow_start = departures.iter().filter(|d| d.cwnd < d.ssthresh).count();
+        let (checked, smallest) = check_paced_gaps(&departures, 1000);
+        println!(
+            "paced_newreno: {} departures ({slow_start} in slow start), {checked} paced gaps, \
+             smallest {smallest:.3} x MSS/rate, goodput {:.3} Mbit/s, {} congestion events",
+            departures.len(),
+            flow.goodput_bytes_per_s * 8e-6,
+            flow.congestion_events().count()
+        );
+        assert_eq!(checked, departures.len() - 2, "every pair but the first");
+        assert!(slow_start > 20);
+    }
+
+    #[test]
+    fn rate_is_cwnd_over_srtt() {
+        let mut c = PacedNewReno::new(&config()).unwrap();
+        let rtt = Duration::from_millis(100);
+        let ack = |now: u64, seq: u64| Ack {
+            now: Duration::from_millis(now),
+            seq,
+            rtt: Some(rtt),
+            newly_acked: &[],
+            newly_acked_bytes: 0,
+            highest_acked: seq,
+            in_flight: 0,
+            delivered_bytes: 0,
+            in_recovery: false,
+        };
+        assert_eq!(c.pacing_rate(), None);
+        c.on_ack(&ack(100, 0));
+        assert_eq!(c.pacing_rate(), Some(1.0 * 1000.0 / 0.1));
+        // Slow start: 7 packets acknowledged take the window from 1 to 8.
+        c.on_ack(&Ack {
+            newly_acked: &[0, 1, 2, 3, 4, 5, 6],
+            rtt: Some(Duration::from_millis(500)),
+            ..ack(200, 1)
+        });
+        // SRTT = 7/8·100 + 1/8·500 = 150 ms.
+        assert!((c.pacing_rate().unwrap() - 8.0 * 1000.0 / 0.15).abs() < 1e-6);
+        c.on_congestion_event(&CongestionEvent {
+            now: Duration::from_millis(300),
+            in_flight: 8,
+            lost_sent_at: Duration::from_millis(100),
+        });
+        assert_eq!((c.cwnd(), c.ssthresh()), (4.0, 4.0));
+        c.on_timeout(Duration::from_millis(400));
+        assert_eq!((c.cwnd(), c.ssthresh()), (1.0, 2.0));
+    }
+}

@@ -1,0 +1,48 @@
+//! Test-only helpers for the window-based controllers' tests.
+
+use std::collections::BTreeMap;
+
+use crate::Config;
+
+/// A `Config` of 1000-byte packets with these parameters.
+pub fn config(params: &[(&str, f64)]) -> Config {
+    Config {
+        mss: 1000,
+        params: params
+            .iter()
+            .map(|(name, value)| (name.to_string(), *value))
+            .collect::<BTreeMap<_, _>>(),
+        seed: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config;
+
+    /// `CCB_STATE_FIELDS("a,b")` of agents/kernel/bpf/<id>.bpf.c, named as the reports name
+    /// them (`<name>_x256` becomes `<name>`, workers/bpf_trace.py), or None without a BPF file.
+    fn bpf_state_fields(id: &str) -> Option<Vec<String>> {
+        let path = format!("{}/../kernel/bpf/{id}.bpf.c", env!("CARGO_MANIFEST_DIR"));
+        let source = std::fs::read_to_string(path).ok()?;
+        let start = source.find("CCB_STATE_FIELDS(\"")? + "CCB_STATE_FIELDS(\"".len();
+        let end = start + source[start..].find('"')?;
+        Some(
+            source[start..end]
+                .split(',')
+                .filter(|name| !name.is_empty())
+                .map(|name| name.trim_end_matches("_x256").to_string())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn state_names_match_the_bpf_traces() {
+        // The window-based controllers of this crate trace exactly the BPF versions' variables.
+        for id in ["reno", "bfa", "aaimd", "vegas", "dual"] {
+            let controller = crate::new_controller(id, &config(&[])).unwrap();
+            let bpf = bpf_state_fields(id).unwrap_or_else(|| panic!("no {id}.bpf.c"));
+            assert_eq!(controller.state_names(), bpf, "{id}");
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The payload pattern: byte j of packet `seq` of flow `flow` is a function of (flow, seq, j),
+//! so the receiver detects a corrupted byte, a payload delivered under the wrong sequence number
+//! or flow, and a truncated packet, without any copy of the data. Cheap enough for 1 Gbit/s:
+//! one mix per packet, then one add per 8 bytes.
+
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// splitmix64's finalizer: different (flow, seq) give unrelated word sequences.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn base(flow: u32, seq: u64) -> u64 {
+    mix(seq.wrapping_mul(GOLDEN) ^ ((flow as u64) << 32 | 0x5a5a))
+}
+
+/// Fills `buf` with the payload of packet `seq`.
+pub fn fill(flow: u32, seq: u64, buf: &mut [u8]) {
+    let start = base(flow, seq);
+    let mut chunks = buf.chunks_exact_mut(8);
+    let mut i = 0u64;
+    for chunk in &mut chunks {
+        chunk.copy_from_slice(&word(start, i).to_le_bytes());
+        i += 1;
+    }
+    let rest = chunks.into_remainder();
+    let n = rest.len();
+    rest.copy_from_slice(&word(start, i).to_le_bytes()[..n]);
+}
+
+#[inline(always)]
+fn word(start: u64, i: u64) -> u64 {
+    start.wrapping_add(i.wrapping_mul(GOLDEN))
+}
+
+/// The offset of the first byte of `buf` that is not the payload of packet `seq`, if any.
+pub fn first_mismatch(flow: u32, seq: u64, buf: &[u8]) -> Option<usize> {
+    let start = base(flow, seq);
+    // A branch-free pass (it vectorizes) says whether anything differs; only then look where.
+    let mut chunks = buf.chunks_exact(8);
+    let mut diff = 0u64;
+    for (i, chunk) in (&mut chunks).enumerate() {
+        diff |= u64::from_le_bytes(chunk.try_into().unwrap()) ^ word(start, i as u64);
+    }
+    let full = buf.len() / 8;
+    let rest = chunks.remainder();
+    let tail = word(start, full as u64).to_le_bytes();
+    if diff == 0 && rest == &tail[..rest.len()] {
+        return None;
+    }
+    let mut expected = vec![0u8; buf.len()];
+    fill(flow, seq, &mut expected);
+    buf.iter().zip(expected).position(|(a, b)| *a != b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_checks_against_its_own_sequence_number_only() {
+        for len in [0usize, 1, 7, 8, 9, 1448] {
+            let mut buf = vec![0u8; len];
+            fill(3, 1000, &mut buf);
+            assert_eq!(first_mismatch(3, 1000, &buf), None, "len {len}");
+            if len > 0 {
+                assert!(first_mismatch(3, 1001, &buf).is_some());
+                assert!(first_mismatch(4, 1000, &buf).is_some());
+                let mut bad = buf.clone();
+                bad[len - 1] ^= 0x10;
+                assert_eq!(first_mismatch(3, 1000, &bad), Some(len - 1));
+            }
+        }
+        // Neighbouring packets differ (a payload shifted to the next slot is caught).
+        let (mut a, mut b) = (vec![0u8; 64], vec![0u8; 64]);
+        fill(0, 5, &mut a);
+        fill(0, 6, &mut b);
+        assert_ne!(a, b);
+    }
+}

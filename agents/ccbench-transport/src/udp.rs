@@ -1,0 +1,328 @@
+//! The socket layer: a UDP socket that sends a batch of equal-sized datagrams in one call (UDP
+//! GSO, `UDP_SEGMENT`) and receives coalesced batches (`UDP_GRO`), falling back to one datagram
+//! per call where the kernel lacks them; and waits precise enough for pacing (ppoll with a 1 ns
+//! timer slack, then a spin for the last microseconds).
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// A GSO batch: at most 64 segments and one IPv4 datagram's worth of bytes.
+pub const MAX_GSO_SEGMENTS: usize = 64;
+pub const MAX_GSO_BYTES: usize = 65_000;
+/// The last part of a wait is spun rather than slept, so pacing departs on time.
+pub const SPIN: Duration = Duration::from_micros(60);
+
+pub struct Socket {
+    socket: UdpSocket,
+    gso: bool,
+    gro: bool,
+}
+
+fn setsockopt_int(fd: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
+    // SAFETY: value is a valid int for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const i32).cast(),
+            size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<i32> {
+    let mut value: i32 = 0;
+    let mut len = size_of::<i32>() as libc::socklen_t;
+    // SAFETY: value and len are valid for writing.
+    let rc =
+        unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut i32).cast(), &mut len) };
+    if rc == 0 {
+        Ok(value)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+pub fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+    match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            (storage, size_of::<libc::sockaddr_in>() as libc::socklen_t)
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            (storage, size_of::<libc::sockaddr_in6>() as libc::socklen_t)
+        }
+    }
+}
+
+fn socket_addr_from(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match storage.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the family says it is a sockaddr_in.
+            let sin: &libc::sockaddr_in =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
+            let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says it is a sockaddr_in6.
+            let sin6: &libc::sockaddr_in6 =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                ip,
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// One received buffer: `len` bytes of datagrams of `segment` bytes each (the last may be
+/// shorter) from `peer`.
+#[derive(Clone, Copy, Debug)]
+pub struct Received {
+    pub len: usize,
+    pub segment: usize,
+    pub peer: SocketAddr,
+}
+
+impl Socket {
+    pub fn bind(addr: SocketAddr) -> io::Result<Socket> {
+        let socket = UdpSocket::bind(addr)?;
+        let fd = socket.as_raw_fd();
+        let gso = getsockopt_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT).is_ok();
+        let gro = setsockopt_int(fd, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
+        // Large buffers: a GRO batch or a window of ACKs must not overflow them. The FORCE
+        // variants need CAP_NET_ADMIN; without it the sysctl maximum applies.
+        for (force, plain) in [
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        ] {
+            if setsockopt_int(fd, libc::SOL_SOCKET, force, 4 << 20).is_err() {
+                let _ = setsockopt_int(fd, libc::SOL_SOCKET, plain, 4 << 20);
+            }
+        }
+        Ok(Socket { socket, gso, gro })
+    }
+
+    /// A socket bound to an ephemeral port of the family of `peer`, connected to it.
+    pub fn connect(peer: SocketAddr) -> io::Result<Socket> {
+        let any = match peer.ip() {
+            IpAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+            IpAddr::V6(_) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+        };
+        let socket = Socket::bind(any)?;
+        socket.socket.connect(peer)?;
+        Ok(socket)
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+    pub fn fd(&self) -> RawFd {
+        self.socket.as_raw_fd()
+    }
+    pub fn gso(&self) -> bool {
+        self.gso
+    }
+    pub fn gro(&self) -> bool {
+        self.gro
+    }
+
+    /// Sends `buf` as datagrams of `segment` bytes (the last may be shorter) to `dst` (None:
+    /// the connected peer). One system call with GSO; one per datagram otherwise.
+    pub fn send_segments(
+        &mut self,
+        buf: &[u8],
+        segment: usize,
+        dst: Option<SocketAddr>,
+    ) -> io::Result<()> {
+        if buf.len() <= segment {
+            return self.send_one(buf, dst, None);
+        }
+        if self.gso {
+            match self.send_one(buf, dst, Some(segment as u16)) {
+                Ok(()) => return Ok(()),
+                // No GSO on this route (device without checksum offload): give it up.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::EINVAL)) => {
+                    self.gso = false
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        for chunk in buf.chunks(segment) {
+            self.send_one(chunk, dst, None)?;
+        }
+        Ok(())
+    }
+
+    fn send_one(&self, buf: &[u8], dst: Option<SocketAddr>, gso: Option<u16>) -> io::Result<()> {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: zeroed msghdr is valid; every pointer set below outlives the call.
+        let mut msg: libc::msghdr = unsafe { zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        let name = dst.map(sockaddr_of);
+        if let Some((storage, len)) = &name {
+            msg.msg_name = (storage as *const libc::sockaddr_storage) as *mut libc::c_void;
+            msg.msg_namelen = *len;
+        }
+        // u64 alignment for the control buffer, as cmsghdr requires.
+        let mut control = [0u64; 4];
+        if let Some(segment) = gso {
+            // SAFETY: the buffer has room for one cmsg with a u16 payload.
+            unsafe {
+                let space = libc::CMSG_SPACE(size_of::<u16>() as u32) as usize;
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = space;
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_UDP;
+                (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as usize;
+                std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
+            }
+        }
+        loop {
+            // SAFETY: msg is fully initialised above.
+            let rc = unsafe { libc::sendmsg(self.fd(), &msg, 0) };
+            if rc >= 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// One buffer of received datagrams without blocking; None when nothing is waiting.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Received>> {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: zeroed sockaddr_storage / msghdr are valid.
+        let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+        let mut msg: libc::msghdr = unsafe { zeroed() };
+        msg.msg_name = (&mut storage as *mut libc::sockaddr_storage).cast();
+        msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        let mut control = [0u64; 8];
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = size_of::<[u64; 8]>();
+        // SAFETY: msg points at valid buffers.
+        let rc = unsafe { libc::recvmsg(self.fd(), &mut msg, libc::MSG_DONTWAIT) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                // An ICMP error from an earlier datagram (e.g. port unreachable): not ours to
+                // act on here; the transport's timers handle a missing peer.
+                io::ErrorKind::ConnectionRefused => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let len = rc as usize;
+        let mut segment = len;
+        // SAFETY: walking the control messages the kernel wrote into msg.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_UDP && (*cmsg).cmsg_type == libc::UDP_GRO {
+                    let size = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>());
+                    if size > 0 {
+                        segment = size as usize;
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+        let Some(peer) = socket_addr_from(&storage) else {
+            return Ok(None);
+        };
+        Ok(Some(Received { len, segment, peer }))
+    }
+}
+
+/// Timer slack 1 ns for this thread (the default 50 µs would blur pacing).
+pub fn set_fine_timer_slack() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) takes an integer argument.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Waits until `fd` is readable or `deadline` (None: up to `max_wait`). Returns true when
+/// readable. The last `SPIN` before the deadline is spun, so that a pacing deadline is met
+/// within microseconds. A signal ends the wait early.
+pub fn wait(fd: RawFd, deadline: Option<Instant>, max_wait: Duration) -> bool {
+    let now = Instant::now();
+    let limit = now + max_wait;
+    let deadline = deadline.map_or(limit, |d| d.min(limit));
+    if deadline <= now {
+        return false;
+    }
+    let sleep = (deadline - now).saturating_sub(SPIN);
+    if !sleep.is_zero() || deadline - now > SPIN {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: sleep.as_secs() as libc::time_t,
+            tv_nsec: sleep.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: pfd and ts are valid for the call.
+        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        if rc != 0 {
+            return rc > 0;
+        }
+    }
+    while Instant::now() < deadline {
+        std::hint::spin_loop();
+    }
+    false
+}

@@ -1,0 +1,119 @@
+"""ccbench's userspace transport inside Mininet runs (`agent: userspace`): its flows run beside
+kernel flows through the emulated bottleneck, deliver every byte exactly once, and report the
+same columns as kernel flows plus their controller's state; traffic models reach both agents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ccbench.analysis.run import RunAnalysis, analyze_run
+from ccbench.settings import get_settings
+from schemas import ExperimentSpec
+from tests.hoststate import HostState
+from workers.planning import plan_for_spec
+from workers.testbeds.mininet.runner import run_sandbox
+
+def spec(flows: list[dict[str, Any]], rate: str, buffer: str, duration: str) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "name": "userspace-test",
+        "seed": 11,
+        "topology": {
+            "kind": "dumbbell",
+            "bottleneck": {"rate": rate, "delay": "20ms", "buffer": buffer},
+        },
+        "flows": flows,
+        "duration": duration,
+        "measurement": {"skip_start": "2s"},
+    }
+
+
+def run(raw: dict[str, Any], run_dir: Path, run_id: str) -> tuple[ExperimentSpec, RunAnalysis]:
+    experiment = ExperimentSpec.model_validate(raw)
+    plan = plan_for_spec(experiment, run_id=run_id, out_dir=run_dir, settings=get_settings())
+    result = run_sandbox(plan, lambda e: None, lambda: False, deadline_s=experiment.duration + 60)
+    assert result.status == "done", result.describe()
+    return experiment, analyze_run(run_dir, experiment)
+
+
+def lines(path: Path, kind: str) -> list[dict[str, Any]]:
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == kind]
+
+
+@pytest.mark.root
+def test_userspace_reno_beside_kernel_reno_delivers_every_byte(tmp_path: Path) -> None:
+    before = HostState.capture()
+    flows = [{"algorithm": "reno", "agent": "userspace"}, {"algorithm": "reno"}]
+    experiment, analysis = run(spec(flows, "10Mbit", "1bdp", "12s"), tmp_path, "us-reno")
+    user, kernel = analysis.flows
+    assert user.goodput_bps is not None and kernel.goodput_bps is not None
+    total = user.goodput_bps + kernel.goodput_bps
+    print(f"goodput: userspace reno {user.goodput_bps / 1e6:.2f}, kernel reno "
+          f"{kernel.goodput_bps / 1e6:.2f} Mbit/s, utilization "
+          f"{analysis.summary.aggregate.utilization:.3f}")  # fmt: skip
+    assert total > 0.9 * 10e6 * 1448 / 1500
+    # Two Renos share the link: neither starves the other.
+    assert 0.5 < user.goodput_bps / kernel.goodput_bps < 2.0
+    [close] = lines(tmp_path / "flow-0.recv.jsonl", "close")
+    assert close["integrity"] == "ok" and close["duplicates"] >= 0
+    [summary] = lines(tmp_path / "flow-0.send.jsonl", "summary")
+    assert summary["runtime"] == "userspace" and summary["cc"] == "reno"
+    assert close["total_bytes"] == summary["bytes_acked"]
+    # The transport's interval lines fill the same series as tcp_info.
+    series = analysis.series["flow-0.tcp_info"]
+    assert len(series["t_s"]) > 100 and max(v for v in series["cwnd_pkts"] if v) > 10
+    assert user.rtt_mean_s is not None and 0.04 <= user.rtt_mean_s < 0.2
+    assert HostState.capture().leftovers_since(before) == []
+
+
+@pytest.mark.root
+def test_tfrc_against_tcp_with_its_state_and_friendliness(tmp_path: Path) -> None:
+    """Seed 004's set-up in small: one TFRC flow (candidate, rounds of 1 s) and one TCP Reno
+    flow (reference) through 1.5 Mbit/s; the run reports F and E, and TFRC's own state."""
+    before = HostState.capture()
+    flows = [
+        {"algorithm": "tfrc", "agent": "userspace", "role": "candidate", "params": {"m": 1}},
+        {"algorithm": "reno", "role": "reference"},
+    ]
+    _, analysis = run(spec(flows, "1.5Mbit", "20pkt", "15s"), tmp_path, "us-tfrc")
+    aggregate = analysis.summary.aggregate
+    print(f"tfrc vs reno: F {aggregate.friendliness_ratio}, E {aggregate.equivalence_ratio}, "
+          f"utilization {aggregate.utilization}")  # fmt: skip
+    assert aggregate.friendliness_ratio is not None and aggregate.friendliness_ratio > 0
+    assert aggregate.equivalence_ratio == pytest.approx(
+        max(aggregate.friendliness_ratio, 1 / aggregate.friendliness_ratio)
+    )
+    state = analysis.series["flow-0.cc_state"]
+    assert {"rate_bps", "loss_p"} <= set(state)
+    rates = [r for r in state["rate_bps"] if r]
+    assert len(set(rates)) > 3  # the rate was recomputed round after round
+    [close] = lines(tmp_path / "flow-0.recv.jsonl", "close")
+    # TFRC does not retransmit: integrity means no byte arrived twice or corrupted.
+    assert close["integrity"] == "ok"
+    assert HostState.capture().leftovers_since(before) == []
+
+
+@pytest.mark.root
+def test_traffic_models_reach_both_agents(tmp_path: Path) -> None:
+    """An unresponsive 2 Mbit/s UDP CBR flow, a kernel on/off flow and a fixed-size kernel
+    transfer share a 10 Mbit/s link: CBR delivers its rate, the fixed transfer its size."""
+    before = HostState.capture()
+    flows = [
+        {"algorithm": "reno", "agent": "userspace", "traffic": {"model": "cbr", "rate": "2Mbit"}},
+        {"algorithm": "cubic", "traffic": {"model": "on_off", "shape": 2.5, "on_mean": "200ms",
+                                           "off_mean": "200ms", "rate": "3Mbit"}},
+        {"algorithm": "reno", "traffic": {"model": "fixed", "size": "500KB"}},
+    ]  # fmt: skip
+    _, analysis = run(spec(flows, "10Mbit", "1bdp", "10s"), tmp_path, "us-traffic")
+    cbr, on_off, fixed = analysis.flows
+    assert cbr.algorithm == "cbr-udp"  # unresponsive: no controller, whatever the spec named
+    assert cbr.goodput_bps == pytest.approx(2e6, rel=0.05)
+    [offered] = lines(tmp_path / "flow-1.send.jsonl", "summary")
+    assert offered["traffic"] == "onoff" and offered["bytes_offered"] > 0
+    assert on_off.bytes_received == pytest.approx(offered["bytes_offered"], abs=200_000)
+    assert fixed.bytes_received == 500_000
+    assert HostState.capture().leftovers_since(before) == []
