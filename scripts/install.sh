@@ -19,6 +19,7 @@ PACKAGES=(
   postgresql redis-server
   chromium chromium-driver
   clang-14 bpftool libbpf-dev
+  openssh-server
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -32,7 +33,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Debian's postgresql and redis packages start system-wide servers where systemd runs;
-# ccbench's tests start their own on free loopback ports and do not need those.
+# ccbench's tests start their own on free loopback ports and do not need those. Likewise
+# openssh-server: the hosts-testbed tests run their own sshd per namespace "host"
+# (tests/sshhosts.py), never the system service.
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "install.sh: cargo not found. Install a current Rust toolchain (rustup) and re-run." >&2
