@@ -105,6 +105,7 @@ def sender_command(
             sort_keys=True), *common, "--mss", str(t.get("mss", 1448)),
             "--min-rto-ms", _number(t.get("min_rto", 0.2) * 1000),
             "--rto-granularity-ms", _number(t.get("rto_granularity", 0.001) * 1000),
+            "--seed", flow_seed,  # TFRC's S3 rounds: flows must not draw the same lengths
             *traffic_args(flow.traffic, int(flow_seed))]  # fmt: skip
 
 
