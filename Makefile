@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts
 
 install:
 	scripts/install.sh
@@ -53,3 +53,6 @@ bench-bpf:
 
 bench-userspace:
 	$(PY) -m bench.userspace
+
+bench-hosts:
+	$(PY) -m bench.hosts

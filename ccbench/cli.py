@@ -79,6 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
     credential.add_argument("--credential-ref", help="'file:/path' or 'env:NAME' on the workers")
     add.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
     add.add_argument("--group", action="append", default=[], help="existing group to join")
+    add.add_argument(
+        "--data-address", help="address on the experiment network (default: --address)"
+    )
+    add.add_argument(
+        "--host-key-file",
+        type=Path,
+        help="the host's SSH public key file, pinned (e.g. from ssh-keyscan)",
+    )
+    add.add_argument(
+        "--install-prefix", help="agents' install directory on the host (default /opt/ccbench)"
+    )
     add.set_defaults(func=cmd_hosts_add)
     listing = hosts_sub.add_parser("list", help="list hosts")
     listing.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
@@ -355,6 +366,15 @@ def cmd_hosts_add(args: argparse.Namespace) -> int:
             raise ClientError(f"--key-file {args.key_file}: {exc.strerror}") from exc
     if args.credential_ref is not None:
         body["credential_ref"] = args.credential_ref
+    if args.data_address is not None:
+        body["data_address"] = args.data_address
+    if args.install_prefix is not None:
+        body["install_prefix"] = args.install_prefix
+    if args.host_key_file is not None:
+        try:
+            body["host_key"] = args.host_key_file.read_text().strip()
+        except OSError as exc:
+            raise ClientError(f"--host-key-file {args.host_key_file}: {exc.strerror}") from exc
     host = _client().post("/v1/hosts", json=body)
     print(
         f"host {host['name']}: {host['user']}@{host['address']}:{host['port']} ({host['auth']}"

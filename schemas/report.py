@@ -55,9 +55,9 @@ class AggregateMetrics(BaseModel):
 class AppliedConditions(BaseModel):
     """What the testbed configured and what was measured against it."""
 
-    rate_bps: float
-    delay_s: float
-    base_rtt_s: float
+    rate_bps: float | None = Field(description="configured rate; on a real path its nominal one")
+    delay_s: float | None = Field(description="configured one-way delay; none on a real path")
+    base_rtt_s: float | None = Field(description="configured; on a real path the ping before")
     buffer_pkts: int | None
     buffer_bytes: int | None
     delay_mechanism: str | None
@@ -68,10 +68,13 @@ class AppliedConditions(BaseModel):
     measured_rate_bps: float | None = Field(
         description="bottleneck departure rate while its queue was non-empty"
     )
-    link_mechanism: str | None = Field(None, description="emulator | tc")
-    queue_source: Literal["qdisc_sampling", "emulator_log"] = Field(
+    link_mechanism: str | None = Field(
+        None, description="emulator | tc | none (a real path between hosts)"
+    )
+    queue_source: Literal["qdisc_sampling", "emulator_log", "none"] = Field(
         "qdisc_sampling",
-        description="emulator_log: exact, from every packet; qdisc_sampling: sampled counters",
+        description="emulator_log: exact, from every packet; qdisc_sampling: sampled counters; "
+        "none: a real path, whose queues are not observable",
     )
 
 

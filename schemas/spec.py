@@ -27,10 +27,28 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+HOST_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"  # as the host inventory's names
+
+
 class Testbed(StrictModel):
-    kind: Literal["mininet"] = Field(
-        "mininet", description="mininet: a local emulated network inside a per-run sandbox"
+    kind: Literal["mininet", "hosts"] = Field(
+        "mininet",
+        description="mininet: a local emulated network inside a per-run sandbox; hosts: the "
+        "team's registered hosts over SSH (flows[].src and dst name them)",
     )
+    router: str | None = Field(
+        None,
+        pattern=HOST_NAME_PATTERN,
+        description="hosts only: a registered host that forwards between the senders and the "
+        "receivers and emulates the dumbbell's bottleneck there with ccbench-link; without "
+        "it the flows cross the real network (topology kind path)",
+    )
+
+    @model_validator(mode="after")
+    def _router_on_hosts(self) -> Testbed:
+        if self.router is not None and self.kind != "hosts":
+            raise ValueError("router: applies to the hosts testbed")
+        return self
 
 
 class Red(StrictModel):
@@ -176,7 +194,18 @@ class Chain(StrictModel):
         return self
 
 
-Topology = Annotated[Dumbbell | Chain, Field(discriminator="kind")]
+class RealPath(StrictModel):
+    """The real network between the hosts (hosts testbed without a router): nothing is
+    emulated, so no rate, delay or buffer is applied; the run records the path's measured base
+    RTT and MTU instead."""
+
+    kind: Literal["path"]
+    rate: Rate | None = Field(
+        None, description="the path's nominal capacity; only used to report utilization"
+    )
+
+
+Topology = Annotated[Dumbbell | Chain | RealPath, Field(discriminator="kind")]
 
 
 class BulkTraffic(StrictModel):
@@ -285,13 +314,20 @@ class Flow(StrictModel):
         description="one-way delay of this flow's access link (sender - r1), for flows with "
         "different RTTs: the flow's base RTT is 2 x (bottleneck delay + access_delay)",
     )
+    src: str | None = Field(
+        None, pattern=HOST_NAME_PATTERN, description="hosts testbed: the sending host's name"
+    )
+    dst: str | None = Field(
+        None, pattern=HOST_NAME_PATTERN, description="hosts testbed: the receiving host's name"
+    )
 
     @model_validator(mode="after")
     def _runtime_exists(self) -> Flow:
         wanted = self.runtime_kind
         runtimes = runtimes_of(self.algorithm)
         if self.agent == "userspace":
-            if "runtime" in self.model_fields_set:
+            # The stored (normalised) spec carries the default builtin: only bpf is an error.
+            if self.runtime != "builtin":
                 raise ValueError("runtime: applies to kernel flows; a userspace flow has none")
         elif self.transport is not None:
             raise ValueError("transport: options of the userspace transport (agent: userspace)")
@@ -397,6 +433,22 @@ class ExperimentSpec(StrictModel):
             raise ValueError("sampling_interval must be between 1ms and 10s")
         if self.measurement.skip_start >= self.duration:
             raise ValueError("measurement.skip_start must be shorter than duration")
+        for i, flow in enumerate(self.flows):
+            end = flow.start + (flow.duration if flow.duration is not None else 0)
+            if flow.start >= self.duration or end > self.duration + 1e-9:
+                raise ValueError(f"flows.{i} must start and end within the run's duration")
+            if flow.duration is not None and flow.duration <= 0:
+                raise ValueError(f"flows.{i}.duration must be greater than 0")
+        if self.testbed.kind == "hosts":
+            self._check_hosts_testbed()
+        else:
+            for i, flow in enumerate(self.flows):
+                if flow.src is not None or flow.dst is not None:
+                    raise ValueError(f"flows.{i}: src and dst name hosts of the hosts testbed")
+            if isinstance(self.topology, RealPath):
+                raise ValueError("topology kind path is the hosts testbed's real network")
+        if isinstance(self.topology, RealPath):
+            return self
         bottleneck = self.bottleneck
         for i, flow in enumerate(self.flows):
             if flow.path is not None:
@@ -414,19 +466,65 @@ class ExperimentSpec(StrictModel):
             )
         if all(f.direction == "reverse" for f in self.flows):
             raise ValueError("at least one flow must go forward through the bottleneck")
-        for i, flow in enumerate(self.flows):
-            end = flow.start + (flow.duration if flow.duration is not None else 0)
-            if flow.start >= self.duration or end > self.duration + 1e-9:
-                raise ValueError(f"flows.{i} must start and end within the run's duration")
-            if flow.duration is not None and flow.duration <= 0:
-                raise ValueError(f"flows.{i}.duration must be greater than 0")
         return self
+
+    def _check_hosts_testbed(self) -> None:
+        """Real hosts: each flow names its hosts; what the local emulation adds per flow
+        (access delays, paths along a chain, reverse flows) is the real network's business."""
+        router = self.testbed.router
+        for i, flow in enumerate(self.flows):
+            if flow.src is None or flow.dst is None:
+                raise ValueError(f"flows.{i}: the hosts testbed needs src and dst (host names)")
+            if flow.src == flow.dst:
+                raise ValueError(f"flows.{i}: src and dst are the same host {flow.src!r}")
+            if router in (flow.src, flow.dst):
+                raise ValueError(f"flows.{i}: the router {router!r} forwards, it cannot be an end")
+            for name, used in (
+                ("access_delay", flow.access_delay > 0),
+                ("path", flow.path is not None),
+                ("direction", flow.direction != "forward"),
+            ):
+                if used:
+                    raise ValueError(
+                        f"flows.{i}.{name}: not on the hosts testbed (a reverse flow is a flow "
+                        "with src and dst swapped)"
+                    )
+            if flow.runtime == "bpf":
+                raise ValueError(
+                    f"flows.{i}.runtime: bpf controllers run on the mininet testbed only in "
+                    "this version; on hosts use builtin controllers or agent: userspace"
+                )
+        if router is None:
+            if not isinstance(self.topology, RealPath):
+                raise ValueError(
+                    "topology: without testbed.router nothing is emulated between the hosts: "
+                    "use topology kind path, or name a router host to emulate the bottleneck"
+                )
+        elif not isinstance(self.topology, Dumbbell):
+            raise ValueError("topology: a router host emulates one bottleneck (kind dumbbell)")
+        elif self.topology.bottleneck.link_mechanism == "tc":
+            raise ValueError("topology.bottleneck.link_mechanism: the router host runs the "
+                             "emulator (auto or emulator)")  # fmt: skip
+
+    @property
+    def host_names(self) -> list[str]:
+        """Hosts testbed: every host the run uses, senders and receivers first, then the router."""
+        names: list[str] = []
+        for flow in self.flows:
+            for name in (flow.src, flow.dst):
+                if name is not None and name not in names:
+                    names.append(name)
+        if self.testbed.router is not None:
+            names.append(self.testbed.router)
+        return names
 
     @property
     def links(self) -> list[Bottleneck]:
-        """The router-router links in order (one for the dumbbell)."""
+        """The router-router links in order (one for the dumbbell, none on a real path)."""
         if isinstance(self.topology, Chain):
             return list(self.topology.links)
+        if isinstance(self.topology, RealPath):
+            return []
         return [self.topology.bottleneck]
 
     @property
@@ -440,7 +538,9 @@ class ExperimentSpec(StrictModel):
 
     @property
     def bottleneck(self) -> Bottleneck:
-        """The link the aggregate metrics describe."""
+        """The link the aggregate metrics describe (none on a real path)."""
+        if isinstance(self.topology, RealPath):
+            raise ValueError("a real path (topology kind path) has no emulated bottleneck")
         return self.links[self.bottleneck_index]
 
     def flow_path(self, index: int) -> tuple[int, int]:

@@ -4,6 +4,7 @@ real SSH from the root namespace (where Ansible runs).
     with SshHosts(2) as hosts:          # h1, h2
         hosts.as_dicts()                # what the `hosts` testbed is called with
         hosts.stop_sshd("h2")           # an unreachable host
+    with SshHosts(2, router=True) as hosts:   # h1, h2 and a router r1 between them
 
 Layout (everything named ccbh<tag>..., addresses in 10.77.<net>.0/24 with a free <net>):
 
@@ -11,7 +12,13 @@ Layout (everything named ccbh<tag>..., addresses in 10.77.<net>.0/24 with a free
                                                  |-- veth -- [ns ccbh<tag>-h1: eth0 10.77.<net>.11]
                                                  |-- veth -- [ns ccbh<tag>-h2: eth0 10.77.<net>.12]
 
-The bridge lives in its own namespace so the root namespace gets only one veth and a connected
+With router=True there is also an experiment network, as in a lab whose management network is
+separate: r1 forwards between a left segment (bridge brl, 10.78.<net>.0/24, the first half of
+the hosts, eth1) and a right one (bridge brr, 10.79.<net>.0/24, the others), each host's
+`data_address` is on its segment with a route to the other side via r1 (.254 on both); r1 is
+reachable over SSH like the others, on the management bridge.
+
+The bridges live in their own namespace so the root namespace gets only one veth and a connected
 route, no bridge, forwarding or firewall change. Each host's sshd has its own host key
 (pinned in a known_hosts file, so Ansible checks host keys as it does for real hosts), accepts
 one throwaway client key for root (PermitRootLogin prohibit-password) and listens only on the
@@ -81,6 +88,7 @@ class SshHost:
     prefix: Path
     directory: Path
     sshd: subprocess.Popen[bytes] | None = None
+    data_address: str | None = None  # on the experiment network (router=True)
 
     def as_dict(self) -> dict[str, Any]:
         """The plain host description the `hosts` testbed takes."""
@@ -94,14 +102,31 @@ class SshHost:
             "prefix": str(self.prefix),
         }
 
+    def registration(self) -> dict[str, Any]:
+        """The host as a team registers it through the API (POST /v1/hosts)."""
+        public = (self.directory / "ssh_host_ed25519_key.pub").read_text().split()
+        body: dict[str, Any] = {
+            "name": self.name,
+            "address": self.address,
+            "port": self.port,
+            "user": self.user,
+            "private_key": self.private_key.read_text(),
+            "host_key": f"{public[0]} {public[1]}",
+            "install_prefix": str(self.prefix),
+        }
+        if self.data_address is not None:
+            body["data_address"] = self.data_address
+        return body
+
 
 class SshHosts:
     """N namespace hosts h1..hN with sshd; a context manager that always tears down."""
 
-    def __init__(self, count: int = 2) -> None:
-        if count < 1:
-            raise ValueError("count must be at least 1")
+    def __init__(self, count: int = 2, *, router: bool = False) -> None:
+        if count < 1 or (router and count < 2):
+            raise ValueError("count must be at least 1 (2 with a router)")
         self.count = count
+        self.router = router
         self.tag = secrets.token_hex(3)
         self.base = f"{PREFIX}{self.tag}"
         self.switch_ns = f"{self.base}-sw"
@@ -207,10 +232,13 @@ class SshHosts:
         _run("ip", "link", "set", self.root_link, "up")
 
         lines = []
-        for index in range(1, self.count + 1):
-            host = self._add_host(index, client_key, known_hosts, authorized)
+        names = [f"h{i}" for i in range(1, self.count + 1)] + (["r1"] if self.router else [])
+        for index, name in enumerate(names, start=1):
+            host = self._add_host(index, name, client_key, known_hosts, authorized)
             public = (host.directory / "ssh_host_ed25519_key.pub").read_text().split()
             lines.append(f"{host.address} {public[0]} {public[1]}\n")
+        if self.router:
+            self._add_experiment_network()
         known_hosts.write_text("".join(lines))
         for host in self.hosts.values():
             self._wait_ready(host)
@@ -220,11 +248,40 @@ class SshHosts:
         self.namespaces.append(name)
         _run("ip", "-n", name, "link", "set", "lo", "up")
 
+    def _add_experiment_network(self) -> None:
+        """Left and right segments joined by r1 (see the module's docstring)."""
+        sw = self.switch_ns
+        left_count = (self.count + 1) // 2
+        sides = {"brl": f"10.78.{self.net}", "brr": f"10.79.{self.net}"}
+        for bridge in sides:
+            _run("ip", "-n", sw, "link", "add", bridge, "type", "bridge")
+            _run("ip", "-n", sw, "link", "set", bridge, "up")
+        router = self.hosts["r1"]
+        for dev, (bridge, subnet) in zip(("eth1", "eth2"), sides.items(), strict=True):
+            self._plug(router, dev, bridge, f"{subnet}.254")
+        _run("ip", "netns", "exec", router.namespace, "sysctl", "-q", "-w",
+             "net.ipv4.ip_forward=1")  # fmt: skip
+        for index in range(1, self.count + 1):
+            host = self.hosts[f"h{index}"]
+            bridge = "brl" if index <= left_count else "brr"
+            subnet, other = sides[bridge], sides["brr" if bridge == "brl" else "brl"]
+            host.data_address = f"{subnet}.{10 + index}"
+            self._plug(host, "eth1", bridge, host.data_address)
+            _run("ip", "-n", host.namespace, "route", "add", f"{other}.0/24", "via",
+                 f"{subnet}.254")  # fmt: skip
+
+    def _plug(self, host: SshHost, dev: str, bridge: str, address: str) -> None:
+        peer = f"{host.name}{dev}"  # the bridge's end, in the switch namespace
+        _run("ip", "-n", self.switch_ns, "link", "add", peer, "type", "veth", "peer", "name",
+             dev, "netns", host.namespace)  # fmt: skip
+        _run("ip", "-n", self.switch_ns, "link", "set", peer, "master", bridge, "up")
+        _run("ip", "-n", host.namespace, "addr", "add", f"{address}/24", "dev", dev)
+        _run("ip", "-n", host.namespace, "link", "set", dev, "up")
+
     def _add_host(
-        self, index: int, client_key: Path, known_hosts: Path, authorized: Path
+        self, index: int, name: str, client_key: Path, known_hosts: Path, authorized: Path
     ) -> SshHost:
         assert self.tmp is not None
-        name = f"h{index}"
         namespace = f"{self.base}-{name}"
         address = f"10.77.{self.net}.{10 + index}"
         self._add_namespace(namespace)

@@ -13,6 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 from schemas import (
     Buffer,
     ExperimentSpec,
+    Flow,
     MatrixSpec,
     SpecError,
     Submission,
@@ -299,6 +300,12 @@ def test_userspace_flows_traffic_models_and_transport_options() -> None:
     assert "'cubic' has no userspace runtime" in m
     [m] = messages({"algorithm": "vegas", "agent": "userspace", "runtime": "bpf"})
     assert "runtime: applies to kernel flows" in m
+    # The stored form of a userspace flow (defaults written out) validates again, as the
+    # worker reads it back.
+    stored = Flow.model_validate({"algorithm": "vegas", "agent": "userspace"}).model_dump(
+        mode="json"
+    )
+    assert Flow.model_validate(stored).runtime_kind.value == "userspace"
     [m] = messages({"algorithm": "reno", "transport": {"mss": 1000}})
     assert "transport: options of the userspace transport" in m
     [m] = messages({"algorithm": "reno", "agent": "userspace", "params": {"alpha": 1}})

@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 WORKER_ID = f"{socket.gethostname()}:{threading.get_native_id()}"
 
+# Extra time a hosts run may take to provision its hosts first.
+HOSTS_PROVISION_ALLOWANCE_S = 300.0
+
 # Sandbox phases and the run state each one starts.
 PHASE_STATES = {
     "provisioning": RunStatus.provisioning,
@@ -159,21 +162,25 @@ def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
     timings: dict[str, float] = {}
     try:
         c.run_dir.mkdir(parents=True, exist_ok=True)
-        plan = plan_for_spec(c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings)
-        if plan.controllers:
-            removed = sweep_orphan_controllers()
-            if removed:
-                log.warning("unregistered BPF controllers left by dead runs: %s", removed)
         monitor = Monitor(c)
         deadline_s = c.spec.duration * 1.5 + settings.run_time_margin_s
-        result = run_sandbox(
-            plan,
-            on_event=monitor.on_event,
-            should_cancel=monitor.should_cancel,
-            deadline_s=deadline_s,
-            poll_s=min(0.5, settings.heartbeat_interval_s),
-            sandbox_python=str(settings.sandbox_python),
-        )
+        poll_s = min(0.5, settings.heartbeat_interval_s)
+        if c.spec.testbed.kind == "hosts":
+            result = _run_on_hosts(c, settings, monitor, deadline_s, poll_s)
+        else:
+            plan = plan_for_spec(c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings)
+            if plan.controllers:
+                removed = sweep_orphan_controllers()
+                if removed:
+                    log.warning("unregistered BPF controllers left by dead runs: %s", removed)
+            result = run_sandbox(
+                plan,
+                on_event=monitor.on_event,
+                should_cancel=monitor.should_cancel,
+                deadline_s=deadline_s,
+                poll_s=poll_s,
+                sandbox_python=str(settings.sandbox_python),
+            )
         sandbox_ended = time.monotonic()
         monitor.should_cancel()  # apply the last events
         timings.update(monitor.phase_timings(started, sandbox_ended))
@@ -196,6 +203,31 @@ def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure becomes the run's error text
         log.exception("run %s failed", run_id)
         return _finish(c, RunStatus.failed, f"{type(exc).__name__}: {exc}", timings)
+
+
+def _run_on_hosts(
+    c: Claim, settings: Settings, monitor: Monitor, deadline_s: float, poll_s: float
+) -> Any:
+    """The hosts testbed: the spec's flows between the team's registered hosts."""
+    from workers.planning import controllers_for_spec, flow_plans
+    from workers.testbeds.hosts.backend import load_hosts, run_hosts
+
+    with session_scope() as session:
+        team_id = session.scalar(select(Experiment.team_id).where(Experiment.id == c.experiment_id))
+    _, cc_names = controllers_for_spec(c.spec, c.run_id)
+    # Provisioning a fresh host may come first (minutes on a slow link): allow for it.
+    return run_hosts(
+        c.spec,
+        flow_plans(c.spec, cc_names),
+        run_id=c.run_id,
+        run_dir=c.run_dir,
+        load=lambda: load_hosts(str(team_id), c.spec.host_names),
+        agents_dir=Path(settings.agents_dir).resolve(),
+        on_event=monitor.on_event,
+        should_cancel=monitor.should_cancel,
+        deadline_s=deadline_s + HOSTS_PROVISION_ALLOWANCE_S,
+        poll_s=poll_s,
+    )
 
 
 def sweep_orphan_controllers() -> list[str]:

@@ -54,6 +54,27 @@ def controllers_for_spec(
     return list(controllers.values()), names
 
 
+def flow_plans(spec: ExperimentSpec, cc_names: list[str]) -> list[FlowPlan]:
+    """Each flow resolved: its controller's name, times in seconds, path and agent options."""
+    return [
+        FlowPlan(
+            index=i,
+            algorithm=cc_names[i],
+            start_s=flow.start,
+            duration_s=spec.flow_duration(i),
+            access_delay_s=flow.access_delay,
+            direction=flow.direction,
+            entry=spec.flow_path(i)[0],
+            exit=spec.flow_path(i)[1],
+            agent=flow.agent,
+            params=flow.parameter_values() if flow.agent == "userspace" else {},
+            traffic=flow.traffic.model_dump(),
+            transport=flow.transport.model_dump() if flow.transport else {},
+        )
+        for i, flow in enumerate(spec.flows)
+    ]
+
+
 def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings: Settings) -> Plan:
     if spec.seed is None:
         raise ValueError("the run has no seed: runs get theirs when the submission is expanded")
@@ -67,23 +88,7 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
         seed=spec.seed,
         links=[link_plan(link) for link in spec.links],
         bottleneck_index=spec.bottleneck_index,
-        flows=[
-            FlowPlan(
-                index=i,
-                algorithm=cc_names[i],
-                start_s=flow.start,
-                duration_s=spec.flow_duration(i),
-                access_delay_s=flow.access_delay,
-                direction=flow.direction,
-                entry=spec.flow_path(i)[0],
-                exit=spec.flow_path(i)[1],
-                agent=flow.agent,
-                params=flow.parameter_values() if flow.agent == "userspace" else {},
-                traffic=flow.traffic.model_dump(),
-                transport=flow.transport.model_dump() if flow.transport else {},
-            )
-            for i, flow in enumerate(spec.flows)
-        ],
+        flows=flow_plans(spec, cc_names),
         link_mechanism=spec.bottleneck.link_mechanism,
         delay_mechanism=spec.bottleneck.delay_mechanism,
         controllers=controllers,

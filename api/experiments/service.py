@@ -2,21 +2,44 @@
 
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from api.errors import Conflict, NotFound, ValidationFailed
 from api.experiments import repository
-from ccbench.db.models import Experiment, ExperimentTag, Run, Team, utcnow
+from ccbench.db.models import Experiment, ExperimentTag, Host, Run, Team, utcnow
 from ccbench.db.runs import refresh_experiment_status
 from ccbench.runstate import FINAL, ExperimentStatus, RunStatus
-from schemas import SpecError, Submission, expand_submission
+from schemas import ExperimentSpec, SpecError, Submission, expand_submission
 
 
 def _validation_failed(exc: SpecError) -> ValidationFailed:
     errors = [{"field": e["loc"], "reason": e["msg"]} for e in exc.errors]
     summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
     return ValidationFailed(f"invalid submission: {summary}", errors=errors)
+
+
+def _check_hosts_registered(session: Session, team: Team, specs: list[ExperimentSpec]) -> None:
+    """Every host a hosts-testbed run names must be in the team's inventory."""
+    registered = set(session.scalars(select(Host.name).where(Host.team_id == team.id)).all())
+    errors = []
+    for spec in specs:
+        if spec.testbed.kind != "hosts":
+            continue
+        named = [(f"flows.{i}.{key}", getattr(flow, key))
+                 for i, flow in enumerate(spec.flows) for key in ("src", "dst")]  # fmt: skip
+        if spec.testbed.router is not None:
+            named.append(("testbed.router", spec.testbed.router))
+        for field, name in named:
+            if name not in registered:
+                errors.append(
+                    {"field": field, "reason": f"host {name!r} is not in the team's inventory"}
+                )
+        if errors:
+            break  # one point names them all: the others share the hosts or repeat them
+    if errors:
+        summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
+        raise ValidationFailed(f"invalid submission: {summary}", errors=errors)
 
 
 def create_experiment(
@@ -30,6 +53,7 @@ def create_experiment(
         points = expand_submission(submission, limit=run_limit)
     except SpecError as exc:
         raise _validation_failed(exc) from exc
+    _check_hosts_registered(session, team, [point.spec for point in points])
 
     experiment = Experiment(
         team_id=team.id,

@@ -24,6 +24,9 @@ ADDRESS = re.compile(
 )  # noqa: E501
 USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 CREDENTIAL_REF = re.compile(r"^(file:/\S+|env:[A-Za-z_][A-Za-z0-9_]*)$")
+# One OpenSSH public key: type and base64 blob (a comment is dropped).
+HOST_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+=*$")
+INSTALL_PREFIX = re.compile(r"^/[A-Za-z0-9._/-]{0,254}$")
 
 Auth = Literal["private_key", "credential_ref", "worker_default"]
 
@@ -45,6 +48,33 @@ class _HostFields(BaseModel):
     def _address(cls, v: str | None) -> str | None:
         if v is not None and (len(v) > 255 or not ADDRESS.match(v)):
             raise ValueError("not a host name or IP address")
+        return v
+
+    @field_validator("data_address", check_fields=False)
+    @classmethod
+    def _data_address(cls, v: str | None) -> str | None:
+        if v is not None and (len(v) > 255 or not ADDRESS.match(v)):
+            raise ValueError("not a host name or IP address")
+        return v
+
+    @field_validator("host_key", check_fields=False)
+    @classmethod
+    def _host_key(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        key = " ".join(v.split()[:2])
+        if not HOST_KEY.match(key):
+            raise ValueError(
+                "expected the host's SSH public key as in its ssh_host_*_key.pub or "
+                "ssh-keyscan output: '<type> <base64>' (ssh-ed25519, ssh-rsa, ecdsa-sha2-*)"
+            )
+        return key
+
+    @field_validator("install_prefix", check_fields=False)
+    @classmethod
+    def _install_prefix(cls, v: str | None) -> str | None:
+        if v is not None and (not INSTALL_PREFIX.match(v) or ".." in v.split("/")):
+            raise ValueError("an absolute path of letters, digits, '._-/' without '..'")
         return v
 
     @field_validator("user", check_fields=False)
@@ -87,6 +117,19 @@ class HostCreate(_HostFields):
         None, description="instead of a key: 'file:/path' or 'env:NAME' on the workers"
     )
     groups: list[Name] = Field(default_factory=list, description="existing groups to join")
+    data_address: str | None = Field(
+        None,
+        description="address on the experiment network, where flows are sent (default: the "
+        "SSH address)",
+    )
+    host_key: str | None = Field(
+        None,
+        description="the host's SSH public key ('ssh-ed25519 AAAA...'), pinned; without it "
+        "the workers' known_hosts must know the host",
+    )
+    install_prefix: str | None = Field(
+        None, description="where the agents are installed on the host (default /opt/ccbench)"
+    )
 
     @model_validator(mode="after")
     def _one_credential(self) -> HostCreate:
@@ -106,6 +149,9 @@ class HostUpdate(_HostFields):
     private_key: SecretStr | None = None
     credential_ref: str | None = None
     groups: list[Name] | None = None
+    data_address: str | None = None
+    host_key: str | None = None
+    install_prefix: str | None = None
 
     @model_validator(mode="after")
     def _one_credential(self) -> HostUpdate:
@@ -124,6 +170,9 @@ class HostOut(BaseModel):
     auth: Auth
     key_fingerprint: str | None
     credential_ref: str | None
+    data_address: str | None
+    host_key: str | None
+    install_prefix: str | None
     groups: list[str]
     created_at: datetime
     updated_at: datetime

@@ -70,6 +70,9 @@ def to_out(host: Host, groups: list[str]) -> HostOut:
         auth=auth,
         key_fingerprint=host.key_fingerprint,
         credential_ref=host.credential_ref,
+        data_address=host.data_address,
+        host_key=host.host_key,
+        install_prefix=host.install_prefix,
         groups=groups,
         created_at=host.created_at,
         updated_at=host.updated_at,
@@ -145,6 +148,9 @@ def create_host(session: Session, team: Team, body: HostCreate) -> HostOut:
         user=body.user,
         labels=body.labels,
         credential_ref=body.credential_ref,
+        data_address=body.data_address,
+        host_key=body.host_key,
+        install_prefix=body.install_prefix,
     )
     if body.private_key is not None:
         _set_private_key(host, body.private_key.get_secret_value())
@@ -165,6 +171,9 @@ def update_host(session: Session, team: Team, name: str, body: HostUpdate) -> Ho
             if value is None:
                 raise _invalid(field, "cannot be null")
             setattr(host, field, value)
+    for field in ("data_address", "host_key", "install_prefix"):  # null removes the value
+        if field in given:
+            setattr(host, field, getattr(body, field))
     if "private_key" in given:
         _set_private_key(host, body.private_key.get_secret_value() if body.private_key else None)
     if "credential_ref" in given:
@@ -271,6 +280,9 @@ class HostAccess:
     labels: dict[str, str]
     private_key: str | None  # decrypted; the worker writes it to a 0600 file for the run
     credential_ref: str | None
+    data_address: str | None = None
+    host_key: str | None = None
+    install_prefix: str | None = None
 
 
 def access_for(session: Session, team_id: str, names: Sequence[str]) -> list[HostAccess]:
@@ -295,6 +307,9 @@ def access_for(session: Session, team_id: str, names: Sequence[str]) -> list[Hos
             if h.private_key_encrypted
             else None,
             credential_ref=h.credential_ref,
+            data_address=h.data_address,
+            host_key=h.host_key,
+            install_prefix=h.install_prefix,
         )
         for h in (hosts[n] for n in names)
     ]

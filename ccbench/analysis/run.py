@@ -82,13 +82,14 @@ def _delta(samples: list[tuple[float, float]], window: Window) -> float:
 
 
 def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
-    bottleneck = spec.bottleneck
     sends = [list(read_jsonl(run_dir / f"flow-{i}.send.jsonl")) for i in range(len(spec.flows))]
     recvs = [list(read_jsonl(run_dir / f"flow-{i}.recv.jsonl")) for i in range(len(spec.flows))]
     provenance: dict[str, Any] = {}
     if (run_dir / "provenance.json").exists():
         provenance = json.loads((run_dir / "provenance.json").read_text())
     emulated = provenance.get("link_mechanism") == "emulator"
+    real_path = not spec.links  # hosts testbed without a router: nothing emulated
+    _to_sender_clock(recvs, provenance)
 
     t0 = _common_start(sends, spec)
     trace_path = run_dir / "bpf-trace.jsonl"
@@ -158,17 +159,21 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         if state:
             series[f"flow-{i}.cc_state"] = downsample(state)
 
-    if emulated:
+    if real_path:
+        queue = _no_queue(getattr(spec.topology, "rate", None), goodputs)
+    elif emulated:
         log = run_dir / f"link-{spec.bottleneck_index}-data.bin"
-        queue = _queue_metrics_from_log(log, run_window, bottleneck.rate, t0, senders)
+        queue = _queue_metrics_from_log(log, run_window, spec.bottleneck.rate, t0, senders)
         for flow_metrics, at_queue in zip(flows, queue.pop("per_flow") or [], strict=True):
             if senders[flow_metrics.flow] is not None:
                 flow_metrics.queue_delay_mean_s = at_queue["queue_delay_mean_s"]
                 flow_metrics.loss_rate = at_queue["loss_rate"]
     else:
         qdisc = list(read_jsonl(run_dir / "qdisc.jsonl"))
-        queue = _queue_metrics(qdisc, run_window, bottleneck.rate, t0)
-    series["queue"] = downsample(queue.pop("series"))
+        queue = _queue_metrics(qdisc, run_window, spec.bottleneck.rate, t0)
+    queue_series = queue.pop("series")
+    if queue_series:
+        series["queue"] = downsample(queue_series)
     aggregate_goodput = sum(goodputs) if goodputs else None
     forward_flows = sum(1 for f in spec.flows if f.direction == "forward")
     rtt_mean = m.mean(rtts)
@@ -189,6 +194,24 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     over_time = _fairness_over_time(spec, recvs, t0)
     series["fairness"] = over_time["series"]
     aggregate.convergence_time_s = over_time["convergence_time_s"]
+    if real_path:
+        applied, checks = _real_path_conditions(spec, provenance, min_rtts)
+    else:
+        applied, checks = _emulated_conditions(spec, provenance, queue, min_rtts, flows)
+    return RunAnalysis(
+        flows, RunSummary(aggregate=aggregate, applied=applied, checks=checks), series
+    )
+
+
+def _emulated_conditions(
+    spec: ExperimentSpec,
+    provenance: dict[str, Any],
+    queue: dict[str, Any],
+    min_rtts: list[float],
+    flows: list[FlowMetrics],
+) -> tuple[AppliedConditions, list[Check]]:
+    bottleneck = spec.bottleneck
+    emulated = provenance.get("link_mechanism") == "emulator"
     buffer_pkts, buffer_bytes = bottleneck.buffer_limit()
     applied = AppliedConditions(
         rate_bps=bottleneck.rate,
@@ -211,9 +234,93 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         checks.append(_emulator_timing(queue))
     if provenance.get("host_cpu_busy") is not None:
         checks.append(_host_cpu(float(provenance["host_cpu_busy"]), provenance))
-    return RunAnalysis(
-        flows, RunSummary(aggregate=aggregate, applied=applied, checks=checks), series
+    clock = _clock_check(spec, provenance)
+    if clock is not None:
+        checks.append(clock)
+    return applied, checks
+
+
+def _real_path_conditions(
+    spec: ExperimentSpec, provenance: dict[str, Any], min_rtts: list[float]
+) -> tuple[AppliedConditions, list[Check]]:
+    """A real path: nothing was applied; what was measured before the flows is reported."""
+    ping_min = (provenance.get("ping_rtt_s") or {}).get("min")
+    applied = AppliedConditions(
+        rate_bps=getattr(spec.topology, "rate", None),
+        delay_s=None,
+        base_rtt_s=ping_min,
+        buffer_pkts=None,
+        buffer_bytes=None,
+        delay_mechanism=None,
+        measured_min_rtt_s=min(min_rtts) if min_rtts else None,
+        measured_rate_bps=None,
+        ping_rtt_min_s=ping_min,
+        link_mechanism="none",
+        queue_source="none",
     )
+    clock = _clock_check(spec, provenance)
+    return applied, [clock] if clock is not None else []
+
+
+# Receivers' timestamps are moved to the sender's clock by the measured offset; beyond this
+# the offset's own error (half an ICMP round trip + 1 ms) could shift per-interval metrics.
+CLOCK_OFFSET_LIMIT_S = 0.01
+
+
+def _clock_check(spec: ExperimentSpec, provenance: dict[str, Any]) -> Check | None:
+    """Hosts testbed: each receiver's clock offset to its sender was measured (ICMP
+    timestamps) and is small enough to trust the common start and the time series."""
+    if provenance.get("testbed") != "hosts":
+        return None
+    offsets = provenance.get("receiver_clock_offset_s") or {}
+    parts, ok = [], True
+    for i in range(len(spec.flows)):
+        offset = offsets.get(str(i))
+        if offset is None:
+            ok = False
+            parts.append(f"flow {i}: not measured")
+        else:
+            ok = ok and abs(offset) <= CLOCK_OFFSET_LIMIT_S
+            parts.append(f"flow {i}: {offset * 1e3:+.1f} ms")
+    return Check(
+        name="clock",
+        ok=ok,
+        detail="receiver clock minus sender clock (corrected for): "
+        + ", ".join(parts)
+        + f"; limit {CLOCK_OFFSET_LIMIT_S * 1e3:g} ms",
+    )
+
+
+def _to_sender_clock(recvs: list[list[dict[str, Any]]], provenance: dict[str, Any]) -> None:
+    """Hosts testbed: shift each receiver's timestamps onto its sender's clock."""
+    offsets = provenance.get("receiver_clock_offset_s") or {}
+    for i, lines in enumerate(recvs):
+        offset = offsets.get(str(i))
+        if not offset:
+            continue
+        for line in lines:
+            for key in ("ts", "first_byte_ts", "last_byte_ts"):
+                if isinstance(line.get(key), int | float):
+                    line[key] -= offset
+
+
+def _no_queue(nominal_rate_bps: float | None, goodputs: list[float]) -> dict[str, Any]:
+    """A real path has no queue we can see: only utilization of a nominal capacity."""
+    utilization = None
+    if nominal_rate_bps and goodputs:
+        utilization = min(1.0, sum(goodputs) / nominal_rate_bps)
+    return {
+        "utilization": utilization,
+        "queue_mean_pkts": None,
+        "queue_max_pkts": None,
+        "queue_max_bytes": None,
+        "queue_delay_mean_s": None,
+        "drops": None,
+        "full_drops": None,
+        "loss_rate": None,
+        "busy_rate_bps": None,
+        "series": {},
+    }
 
 
 def _fairness(spec: ExperimentSpec, flows: list[FlowMetrics]) -> dict[str, float | None]:
@@ -471,8 +578,10 @@ def _checks(
     checks: list[Check] = []
     base = shortest_base_rtt_s
     min_rtt = applied.measured_min_rtt_s
+    configured_rate = applied.rate_bps
+    assert configured_rate is not None, "an emulated link always has a rate"
     # A packet and its ACK also take their transmission time at the bottleneck.
-    slack = 8 * WIRE_PACKET_BYTES / applied.rate_bps
+    slack = 8 * WIRE_PACKET_BYTES / configured_rate
     if min_rtt is None:
         checks.append(Check(name="delay", ok=False, detail="no RTT sample was measured"))
     else:
@@ -497,13 +606,13 @@ def _checks(
             )
         )
     else:
-        ratio = rate / applied.rate_bps
+        ratio = rate / configured_rate
         checks.append(
             Check(
                 name="rate",
                 ok=abs(ratio - 1) <= 0.05,
                 detail=f"bottleneck sent {rate / 1e6:.3f} Mbit/s while backlogged, configured "
-                f"{applied.rate_bps / 1e6:.3f} Mbit/s ({(ratio - 1) * 100:+.1f}%)",
+                f"{configured_rate / 1e6:.3f} Mbit/s ({(ratio - 1) * 100:+.1f}%)",
             )
         )
     drops, full_drops = queue["drops"] or 0, queue["full_drops"] or 0

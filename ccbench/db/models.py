@@ -176,6 +176,12 @@ class Host(Base):
     private_key_encrypted: Mapped[str | None] = mapped_column(Text)
     key_fingerprint: Mapped[str | None] = mapped_column(String(100))
     credential_ref: Mapped[str | None] = mapped_column(String(300))
+    # The experiment network's address when it differs from the SSH (management) address.
+    data_address: Mapped[str | None] = mapped_column(String(255))
+    # The host's SSH public key ("ssh-ed25519 AAAA..."), pinned; none: the worker's known_hosts.
+    host_key: Mapped[str | None] = mapped_column(Text)
+    # Where the playbooks install the agents on the host (none: the role's /opt/ccbench).
+    install_prefix: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow

@@ -83,6 +83,22 @@ def agent_processes(prefix: str) -> list[str]:
     return out.stdout.splitlines()
 
 
+def tcp_trial(
+    src: str, dst: str, address: str, cc: str, duration_s: float, *, check_cc: bool = True
+) -> dict[str, Any]:
+    """One kernel TCP flow from host src to host dst listening on address (host:port)."""
+    port = address.rsplit(":", 1)[1]
+    return {
+        "receivers": [{"host": dst, "name": "flow-0.recv", "files": ["flow-0.recv.jsonl"],
+                       "args": ["recv", "--listen", f"0.0.0.0:{port}", "--out",
+                                "flow-0.recv.jsonl"]}],
+        "senders": [{"host": src, "name": "flow-0.send", "files": ["flow-0.send.jsonl"],
+                     "cc": cc if check_cc else "", "duration_s": duration_s,
+                     "args": ["send", "--cc", cc, "--dst", address, "--duration-s",
+                              str(duration_s), "--out", "flow-0.send.jsonl"]}],
+    }  # fmt: skip
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -146,19 +162,8 @@ def test_missing_controller_fails_before_anything_runs(hosts: SshHosts, tmp_path
 
 def test_trial_between_two_hosts(hosts: SshHosts, tmp_path: Path) -> None:
     ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
-    receiver = f"{hosts['h2'].address}:5001"
-    trial = {
-        "receivers": [{"host": "h2", "name": "flow-0", "listen": receiver}],
-        "senders": [
-            {
-                "host": "h1",
-                "name": "flow-0",
-                "dst": receiver,
-                "cc": "reno",
-                "duration_s": TRIAL_DURATION_S,
-            }
-        ],
-    }
+    trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "reno", TRIAL_DURATION_S)
+    trial["paths"] = [{"host": "h1", "name": "flow-0", "address": hosts["h2"].address}]
     log: list[str] = []
     started = time.monotonic()
     result = ansible.run_trial(hosts.as_dicts(), trial, tmp_path, on_log=log.append)
@@ -166,6 +171,11 @@ def test_trial_between_two_hosts(hosts: SshHosts, tmp_path: Path) -> None:
     print(f"trial: wall {wall:.2f} s, overhead {wall - TRIAL_DURATION_S:.2f} s")
 
     assert [f.name for f in result.files] == ["flow-0.recv.jsonl", "flow-0.send.jsonl"]
+    path = result.reports["h1"]["paths"]["flow-0"]
+    assert 0 < path["ping_rtt_s"]["min"] < 0.01
+    assert path["path_mtu"] == {"dev": "eth0", "mtu": 1500, "verified": True}
+    # Both hosts read the same machine's clock: the offset is below the 1 ms resolution.
+    assert abs(path["clock"]["offset_s"]) <= 0.002, path["clock"]
     assert result.agents == {
         "h1": {"flow-0.send": {"rc": 0, "stderr": ""}},
         "h2": {"flow-0.recv": {"rc": 0, "stderr": ""}},
@@ -192,17 +202,26 @@ def test_trial_between_two_hosts(hosts: SshHosts, tmp_path: Path) -> None:
     assert any("changed     h1 | Trial | Start the senders" in line for line in log)
 
 
-def test_failing_sender_is_named_with_its_error(hosts: SshHosts, tmp_path: Path) -> None:
-    """A sender the host cannot run (its controller is missing) fails the trial with the
-    agent's own error, naming host and agent; the receiver on the other host is stopped."""
+def test_missing_controller_fails_the_trial_before_anything_starts(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
     ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
-    receiver = f"{hosts['h2'].address}:5001"
-    trial = {
-        "receivers": [{"host": "h2", "name": "flow-0", "listen": receiver}],
-        "senders": [
-            {"host": "h1", "name": "flow-0", "dst": receiver, "cc": "ccbnone", "duration_s": 3}
-        ],
-    }
+    log: list[str] = []
+    trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "ccbnone", 3)
+    with pytest.raises(ansible.CapabilityMissing) as caught:
+        ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out", on_log=log.append)
+    assert caught.value.host == "h1" and caught.value.hosts == ["h1"]
+    assert "congestion control ccbnone is not available in kernel" in str(caught.value)
+    assert not any("Start the receivers" in line and "changed" in line for line in log)
+    for name in ("h1", "h2"):
+        assert agent_processes(str(hosts[name].prefix)) == []
+
+
+def test_failing_sender_is_named_with_its_error(hosts: SshHosts, tmp_path: Path) -> None:
+    """A sender that fails on the host (here its controller, not checked beforehand) fails
+    the trial with the agent's own error, naming host and agent; the receiver is stopped."""
+    ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
+    trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "ccbnone", 3, check_cc=False)
     started = time.monotonic()
     with pytest.raises(ansible.TaskFailed) as caught:
         ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out")
@@ -218,13 +237,7 @@ def test_failing_sender_is_named_with_its_error(hosts: SshHosts, tmp_path: Path)
 
 def test_trial_timeout_is_reported_and_cleaned_up(hosts: SshHosts, tmp_path: Path) -> None:
     ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
-    receiver = f"{hosts['h2'].address}:5001"
-    trial = {
-        "receivers": [{"host": "h2", "name": "flow-0", "listen": receiver}],
-        "senders": [
-            {"host": "h1", "name": "flow-0", "dst": receiver, "cc": "reno", "duration_s": 30}
-        ],
-    }
+    trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "reno", 30)
     with pytest.raises(ansible.PlaybookTimeout) as caught:
         ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out", timeout_s=6)
     assert "trial.yml did not finish within 6 s on hosts h1, h2" in str(caught.value)
@@ -246,26 +259,14 @@ def test_unreachable_host_is_named_and_the_others_are_left_clean(
 
     # h1 receives and starts listening; h2 should send but cannot be reached: the trial
     # fails naming h2, and h1's receiver does not keep running.
-    receiver = f"{hosts['h1'].address}:5001"
-    trial = {
-        "receivers": [{"host": "h1", "name": "flow-0", "listen": receiver}],
-        "senders": [
-            {
-                "host": "h2",
-                "name": "flow-0",
-                "dst": receiver,
-                "cc": "reno",
-                "duration_s": TRIAL_DURATION_S,
-            }
-        ],
-    }
+    trial = tcp_trial("h2", "h1", f"{hosts['h1'].address}:5001", "reno", TRIAL_DURATION_S)
     log: list[str] = []
     with pytest.raises(ansible.HostUnreachable) as caught:
         ansible.run_trial(hosts.as_dicts(), trial, tmp_path, on_log=log.append)
     assert caught.value.host == "h2"
-    assert any("changed     h1 | Trial | Start the receivers" in line for line in log)
+    assert any("ok          h1 | Trial | Check the agents" in line for line in log)
     assert agent_processes(str(hosts["h1"].prefix)) == []
-    assert list((hosts["h1"].prefix / "runs").iterdir()) == []
+    assert list((hosts["h1"].prefix / "runs").glob("*")) == []
     ansible.cleanup([hosts["h1"].as_dict()])
 
 
@@ -331,7 +332,7 @@ def test_bad_descriptions_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(ansible.HostSpecError, match=r"senders\[0\]: host 'b' is not among"):
         ansible.run_trial(
             hosts,
-            {"senders": [{"host": "b", "name": "f", "dst": "x:1", "cc": "reno", "duration_s": 1}]},
+            {"senders": [{"host": "b", "name": "f", "args": ["send"], "duration_s": 1}]},
             tmp_path,
         )
     with pytest.raises(ansible.HostSpecError, match="field 'agent_binary'"):

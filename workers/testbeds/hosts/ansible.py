@@ -46,6 +46,8 @@ TRIAL_OVERHEAD_LIMIT_S = 120.0
 CLEANUP_AFTER_KILL_S = 60.0
 # The role's "fail" tasks start their message with this when the host lacks a capability.
 CAPABILITY_MARK = "capability missing:"
+# ... and with this when provisioning would fix it (ccbench_preflight).
+NOT_PROVISIONED_MARK = "not provisioned:"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 LogFn = Callable[[str], None]
@@ -87,6 +89,10 @@ class TaskFailed(HostsError):
 
 class CapabilityMissing(TaskFailed):
     """The host lacks what the experiment needs (a congestion control, a qdisc...)."""
+
+
+class NotProvisioned(TaskFailed):
+    """The host lacks the worker's agents or a loadable congestion control: provision it."""
 
 
 class PlaybookTimeout(HostsError):
@@ -215,6 +221,8 @@ class PlayResult:
     # host -> agent ("flow-0.send") -> {rc, stderr}, as the ccbench_agents module reported
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)  # facts the play set (trial start)
+    # host -> what ccbench's modules reported (versions, kernel, paths, router)
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def changed(self) -> int:
         return sum(s.get("changed", 0) for s in self.stats.values())
@@ -238,6 +246,8 @@ class _Events:
         # What the ccbench_agents module reported per host: agent -> {rc, stderr}.
         self.agents: dict[str, dict[str, Any]] = {}
         self.facts: dict[str, Any] = {}  # facts set by the play (e.g. the trial's start)
+        # What ccbench's modules reported per host (versions, paths, router), merged.
+        self.reports: dict[str, dict[str, Any]] = {}
 
     def __call__(self, event: dict[str, Any]) -> bool:
         kind = event.get("event", "")
@@ -248,6 +258,7 @@ class _Events:
         if kind in ("runner_on_ok", "runner_on_failed"):
             self.agents.setdefault(host, {}).update(res.get("ccbench_agents") or {})
             self.facts.update(res.get("ansible_facts") or {})
+            self.reports.setdefault(host, {}).update(res.get("ccbench_report") or {})
         if kind == "runner_on_ok":
             self._log(f"{'changed' if res.get('changed') else 'ok':<11} {host} | {task}")
         elif kind == "runner_on_skipped":
@@ -354,7 +365,9 @@ def run_playbook(
         stdout_tail = runner.stdout.read()[-3000:] if runner.stdout else ""
     finally:
         shutil.rmtree(private, ignore_errors=True)
-    result = PlayResult(playbook, duration, events.stats, events.agents, events.facts)
+    result = PlayResult(
+        playbook, duration, events.stats, events.agents, events.facts, events.reports
+    )
     if status == "timeout":
         raise PlaybookTimeout(playbook, timeout_s, names)
     if status == "canceled":
@@ -368,7 +381,11 @@ def run_playbook(
     if failures:
         first = failures[0]
         others = [f.host for f in failures[1:]]
-        error = CapabilityMissing if CAPABILITY_MARK in first.message else TaskFailed
+        error: type[TaskFailed] = TaskFailed
+        if CAPABILITY_MARK in first.message:
+            error = CapabilityMissing
+        elif NOT_PROVISIONED_MARK in first.message:
+            error = NotProvisioned
         raise error(first.host, first.task, first.message, others)
     if status != "successful" or rc != 0:
         raise HostsError(
@@ -462,65 +479,79 @@ class TrialResult:
     play: PlayResult
     start_at: float  # the common start (Unix time) the senders used
     files: list[Path]  # fetched output files, in local_dir
-    agents: dict[str, dict[str, Any]]  # host -> agent ("flow-0.send") -> {rc, stderr}
+    agents: dict[str, dict[str, Any]]  # host -> process name -> {rc, stderr}
+    reports: dict[str, dict[str, Any]]  # host -> versions, kernel, paths, router
+
+
+_TRIAL_FIELDS = {"emulators", "receivers", "senders", "paths", "binaries", "router", "start_at",
+                 "start_margin_s", "ready_timeout_s", "stop_grace_s"}  # fmt: skip
 
 
 def _trial_extravars(
     trial: Mapping[str, Any], host_names: Sequence[str], trial_id: str, local_dir: Path
 ) -> tuple[dict[str, Any], float]:
     """Validate a trial description; return the play's variables and its longest flow end."""
-    known = {
-        "receivers",
-        "senders",
-        "start_at",
-        "start_margin_s",
-        "ready_timeout_s",
-        "stop_grace_s",
-    }
-    unknown = set(trial) - known
+    unknown = set(trial) - _TRIAL_FIELDS
     if unknown:
         raise HostSpecError(f"trial: unknown field(s) {', '.join(sorted(unknown))}")
-    receivers = [dict(r) for r in trial.get("receivers", [])]
-    senders = [dict(s) for s in trial.get("senders", [])]
-    if not senders:
+    lists = {role: [dict(p) for p in trial.get(role, [])]
+             for role in ("emulators", "receivers", "senders")}  # fmt: skip
+    if not lists["senders"]:
         raise HostSpecError("trial: field 'senders' needs at least one sender")
     names: set[str] = set()
-    for role, agents, required in (
-        ("receivers", receivers, ("host", "name", "listen")),
-        ("senders", senders, ("host", "name", "dst", "cc", "duration_s")),
-    ):
-        for i, agent in enumerate(agents):
-            for key in required:
-                if key not in agent:
-                    raise HostSpecError(f"trial: {role}[{i}]: field '{key}' is required")
-            if agent["host"] not in host_names:
+    for role, processes in lists.items():
+        for i, process in enumerate(processes):
+            where = f"trial: {role}[{i}]"
+            for key in ("host", "name", "args"):
+                if key not in process:
+                    raise HostSpecError(f"{where}: field '{key}' is required")
+            if process["host"] not in host_names:
                 raise HostSpecError(
-                    f"trial: {role}[{i}]: host '{agent['host']}' is not among the hosts "
+                    f"{where}: host '{process['host']}' is not among the hosts "
                     f"({', '.join(host_names)})"
                 )
-            if not _NAME.match(str(agent["name"])):
-                raise HostSpecError(f"trial: {role}[{i}]: field 'name' must be a file-name word")
-            key = f"{agent['name']}.{'recv' if role == 'receivers' else 'send'}"
-            if key in names:
-                raise HostSpecError(f"trial: {role}[{i}]: name '{agent['name']}' is repeated")
-            names.add(key)
-            agent.setdefault("interval_ms", 10)
-    for i, sender in enumerate(senders):
+            if not _NAME.match(str(process["name"])):
+                raise HostSpecError(f"{where}: field 'name' must be a file-name word")
+            if process["name"] in names:
+                raise HostSpecError(f"{where}: name '{process['name']}' is repeated")
+            names.add(process["name"])
+            if not isinstance(process["args"], list) or not process["args"]:
+                raise HostSpecError(f"{where}: field 'args' must be a non-empty list")
+            process["args"] = [str(a) for a in process["args"]]
+            process.setdefault("files", [])
+            for name in process["files"]:
+                if not _NAME.match(str(name)):
+                    raise HostSpecError(f"{where}: files: {name!r} is not a file name")
+    for i, sender in enumerate(lists["senders"]):
         sender.setdefault("start_s", 0.0)
-        sender.setdefault("flow_id", i)
-        if float(sender["duration_s"]) <= 0:
+        sender.setdefault("cc", "")
+        if "duration_s" not in sender or float(sender["duration_s"]) <= 0:
             raise HostSpecError(f"trial: senders[{i}]: field 'duration_s' must be positive")
+    for i, path in enumerate(trial.get("paths", [])):
+        if path.get("host") not in host_names or not path.get("address") or not path.get("name"):
+            raise HostSpecError(f"trial: paths[{i}]: needs host (one of the hosts), name, address")
+    router = dict(trial.get("router") or {})
+    if router:
+        for key in ("host", "receivers", "forward_queue", "reverse_queue"):
+            if key not in router:
+                raise HostSpecError(f"trial: router: field '{key}' is required")
+        if router["host"] not in host_names:
+            raise HostSpecError(f"trial: router: host '{router['host']}' is not among the hosts")
     extravars: dict[str, Any] = {
         "ccbench_trial_id": trial_id,
         "ccbench_fetch_dir": str(local_dir),
-        "ccbench_receivers": receivers,
-        "ccbench_senders": senders,
+        "ccbench_emulators": lists["emulators"],
+        "ccbench_receivers": lists["receivers"],
+        "ccbench_senders": lists["senders"],
+        "ccbench_paths": [dict(p) for p in trial.get("paths", [])],
+        "ccbench_binaries": dict(trial.get("binaries") or {}),
+        "ccbench_router": router,
         "ccbench_start_at": float(trial.get("start_at", 0.0)),
     }
     for key in ("start_margin_s", "ready_timeout_s", "stop_grace_s"):
         if key in trial:
             extravars[f"ccbench_{key}"] = trial[key]
-    longest = max(float(s["start_s"]) + float(s["duration_s"]) for s in senders)
+    longest = max(float(s["start_s"]) + float(s["duration_s"]) for s in lists["senders"])
     return extravars, longest
 
 
@@ -532,20 +563,27 @@ def run_trial(
     on_log: LogFn | None = None,
     timeout_s: float | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    trial_id: str | None = None,
 ) -> TrialResult:
-    """Receivers first, senders at one common start, wait, fetch every output file into
-    local_dir (also after a failure), and kill whatever agent of the trial is left.
+    """One play: check the hosts, start the router's emulators and rules, the receivers,
+    measure the paths, start the senders at one common start, wait, fetch every process's
+    files into local_dir (also after a failure), and stop whatever of the trial is left.
 
-    trial = {"receivers": [{"host", "name", "listen", "interval_ms"?}],
-             "senders": [{"host", "name", "dst", "cc", "duration_s", "start_s"?, "flow_id"?,
-                          "interval_ms"?}],
+    trial = {"senders": [{"host", "name", "args", "duration_s", "start_s"?, "cc"?, "files"?}],
+             "receivers"?: [{"host", "name", "args", "files"?}],
+             "emulators"?: [{"host", "name", "args", "files"?}],
+             "paths"?: [{"host", "name", "address"}],
+             "binaries"?: {host: [{"name", "sha256"}]},
+             "router"?: {"host", "receivers", "forward_queue", "reverse_queue", "files"?},
              "start_at"?: unix time, "start_margin_s"?, "ready_timeout_s"?, "stop_grace_s"?}
-    Output files: <name>.recv.jsonl and <name>.send.jsonl (docs/contracts.md); each agent's
-    exit code and stderr are in the result's `agents`."""
+    `args` follow the binary (ccbench-link for emulators, ccbench-agent otherwise); processes
+    run in the trial directory, so relative file names land there (playbooks/roles/ccbench/
+    defaults/main.yml). Exit codes and stderr are in the result's `agents`, what the modules
+    measured (versions, paths, router) in `reports`."""
     parsed = parse_hosts(hosts)
     local = Path(local_dir)
     local.mkdir(parents=True, exist_ok=True)
-    trial_id = f"trial-{uuid.uuid4().hex[:12]}"
+    trial_id = trial_id or f"trial-{uuid.uuid4().hex[:12]}"
     extravars, longest = _trial_extravars(trial, [h.name for h in parsed], trial_id, local)
     start_at = float(extravars["ccbench_start_at"])
     wait_s = max(0.0, start_at - time.time()) if start_at else 0.0
@@ -565,7 +603,8 @@ def run_trial(
             cleanup(parsed, on_log=on_log, timeout_s=CLEANUP_AFTER_KILL_S)
         raise
     start = float(play.facts.get("ccbench_trial_start_at", start_at))
-    return TrialResult(play, start, sorted(local.glob("*.jsonl")), play.agents)
+    files = sorted(p for p in local.iterdir() if p.is_file())
+    return TrialResult(play, start, files, play.agents, play.reports)
 
 
 def cleanup(

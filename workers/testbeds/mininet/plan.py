@@ -75,38 +75,89 @@ def traffic_args(traffic: dict[str, Any], seed: int) -> list[str]:
     return args
 
 
-def receiver_command(
-    agent: str, flow: FlowPlan, listen: str, interval_ms: int, out: str
-) -> list[str]:
-    """The receiver of one flow: `ccbench-agent recv` (TCP) or `urecv` (userspace)."""
+def receiver_args(flow: FlowPlan, listen: str, interval_ms: int) -> list[str]:
+    """The receiver of one flow, without its output file: `recv` (TCP) or `urecv`
+    (userspace)."""
     sub = "urecv" if flow.agent == "userspace" else "recv"
-    args = [agent, sub, "--listen", listen, "--interval-ms", str(interval_ms), "--out", out]
+    args = [sub, "--listen", listen, "--interval-ms", str(interval_ms)]
     if flow.agent == "userspace" and flow.transport.get("delayed_acks"):
         args.append("--delayed-acks")
     return args
 
 
-def sender_command(
-    agent: str, flow: FlowPlan, dst: str, interval_ms: int, out: str, start_at: float, seed: int
+def receiver_command(
+    agent: str, flow: FlowPlan, listen: str, interval_ms: int, out: str
 ) -> list[str]:
-    """The sender of one flow, with its controller, traffic model and common start time. A
-    userspace flow with CBR traffic is unresponsive UDP (no controller)."""
+    return [agent, *receiver_args(flow, listen, interval_ms), "--out", out]
+
+
+def sender_args(flow: FlowPlan, dst: str, interval_ms: int, seed: int) -> list[str]:
+    """The sender of one flow with its controller and traffic model, without its output file
+    and start time. A userspace flow with CBR traffic is unresponsive UDP (no controller)."""
     common = ["--dst", dst, "--duration-s", repr(flow.duration_s), "--interval-ms",
-              str(interval_ms), "--out", out, "--start-at", f"{start_at:.6f}",
-              "--flow-id", str(flow.index)]  # fmt: skip
+              str(interval_ms), "--flow-id", str(flow.index)]  # fmt: skip
     flow_seed = str(seed * 1000 + flow.index)
     if flow.agent != "userspace":
-        return [agent, "send", "--cc", flow.algorithm, *common,
+        return ["send", "--cc", flow.algorithm, *common,
                 *traffic_args(flow.traffic, int(flow_seed))]  # fmt: skip
     if flow.traffic["model"] == "cbr":
-        return [agent, "usend", *common, "--cbr-rate-bps", _number(flow.traffic["rate"])]
+        return ["usend", *common, "--cbr-rate-bps", _number(flow.traffic["rate"])]
     t = flow.transport
-    return [agent, "usend", "--cc", flow.algorithm, "--params", json.dumps(flow.params,
+    return ["usend", "--cc", flow.algorithm, "--params", json.dumps(flow.params,
             sort_keys=True), *common, "--mss", str(t.get("mss", 1448)),
             "--min-rto-ms", _number(t.get("min_rto", 0.2) * 1000),
             "--rto-granularity-ms", _number(t.get("rto_granularity", 0.001) * 1000),
             "--seed", flow_seed,  # TFRC's S3 rounds: flows must not draw the same lengths
             *traffic_args(flow.traffic, int(flow_seed))]  # fmt: skip
+
+
+def sender_command(
+    agent: str, flow: FlowPlan, dst: str, interval_ms: int, out: str, start_at: float, seed: int
+) -> list[str]:
+    return [agent, *sender_args(flow, dst, interval_ms, seed), "--out", out,
+            "--start-at", f"{start_at:.6f}"]  # fmt: skip
+
+
+def emulator_args(
+    link: LinkPlan,
+    j: int,
+    queue_num: int,
+    seed: int,
+    out_dir: str,
+    *,
+    forward: bool,
+    symmetric: bool = False,
+) -> list[str]:
+    """`ccbench-link run` flags for one direction of link j. Forward (data) gets rate, buffer,
+    queue discipline, loss, delay and jitter, with a per-packet log; reverse (ACKs) gets the
+    delay, and the same rate and buffer when `symmetric` (reverse-path flows cross it)."""
+    out = out_dir.rstrip("/") + "/" if out_dir else ""
+    delay = ["--delay-us", str(int(round(link.delay_s * 1e6)))]
+    if not forward and not symmetric:
+        return ["run", "--queue-num", str(queue_num), *delay,
+                "--stats-out", f"{out}link-{j}-ack.json"]  # fmt: skip
+    buffer = (
+        ["--buffer-pkts", str(link.buffer_pkts)]
+        if link.buffer_pkts is not None
+        else ["--buffer-bytes", str(link.buffer_bytes)]
+    )
+    aqm = ["--aqm", link.queue]
+    if link.queue == "red":
+        for key in ("min_th", "max_th", "max_p", "w_q"):
+            aqm += [f"--red-{key.replace('_', '-')}", str(link.red[key])]
+    rate = ["--rate-bps", str(int(round(link.rate_bps)))]
+    if forward and link.trace_ms:
+        rate = ["--trace", f"{out}link-{j}.trace"]  # the caller writes trace_file_text there
+    name = f"link-{j}-data" if forward else f"link-{j}-ack"
+    extra = ["--jitter-us", str(int(round(link.jitter_s * 1e6)))] if forward else []
+    return ["run", "--queue-num", str(queue_num), *rate, *delay, *extra, *buffer, *aqm,
+            "--loss", repr(link.loss), "--seed", str(seed + 2 * j + (0 if forward else 1)),
+            "--log", f"{out}{name}.bin", "--stats-out", f"{out}{name}.json"]  # fmt: skip
+
+
+def trace_file_text(link: LinkPlan) -> str:
+    """The Mahimahi trace file of a trace-driven link (one ms timestamp per line)."""
+    return "".join(f"{t}\n" for t in link.trace_ms or [])
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,10 @@ sys.path.insert(0, str(REPO_ROOT))
 from workers.testbeds.mininet.plan import (  # noqa: E402
     FlowPlan,
     Plan,
+    emulator_args,
     receiver_command,
     sender_command,
+    trace_file_text,
 )
 from workers.testbeds.mininet.probe import probe_host  # noqa: E402
 from workers.testbeds.mininet.topology import Chain, chain, htb_burst_bytes  # noqa: E402
@@ -230,38 +232,15 @@ class Sandbox:
         emulators = {}
         for j, b in enumerate(self.plan.links):
             router, dev = self.topo.link_router(j), self.topo.link_interface(j)
-            delay_us = str(int(round(b.delay_s * 1e6)))
-            buffer = (
-                ["--buffer-pkts", str(b.buffer_pkts)]
-                if b.buffer_pkts is not None
-                else ["--buffer-bytes", str(b.buffer_bytes)]
-            )
-            aqm = ["--aqm", b.queue]
-            if b.queue == "red":
-                for key in ("min_th", "max_th", "max_p", "w_q"):
-                    aqm += [f"--red-{key.replace('_', '-')}", str(b.red[key])]
-            rate = ["--rate-bps", str(int(round(b.rate_bps)))]
             if b.trace_ms:
-                trace_file = self.run_dir / f"link-{j}.trace"
-                trace_file.write_text("".join(f"{t}\n" for t in b.trace_ms))
-                rate = ["--trace", str(trace_file)]
-            forward = [
-                binary, "run", "--queue-num", str(2 * j), *rate,
-                "--delay-us", delay_us, "--jitter-us", str(int(round(b.jitter_s * 1e6))),
-                *buffer, *aqm, "--loss", repr(b.loss), "--seed", str(self.plan.seed + 2 * j),
-                "--log", str(self.run_dir / f"link-{j}-data.bin"),
-                "--stats-out", str(self.run_dir / f"link-{j}-data.json"),
-            ]  # fmt: skip
-            reverse = [
-                binary, "run", "--queue-num", str(2 * j + 1), "--delay-us", delay_us,
-                "--stats-out", str(self.run_dir / f"link-{j}-ack.json"),
-            ]  # fmt: skip
-            if any(f.direction == "reverse" and f.entry <= j < f.exit for f in self.plan.flows):
-                reverse += [
-                    "--rate-bps", str(int(round(b.rate_bps))), *buffer, *aqm,
-                    "--loss", repr(b.loss), "--seed", str(self.plan.seed + 2 * j + 1),
-                    "--log", str(self.run_dir / f"link-{j}-ack.bin"),
-                ]  # fmt: skip
+                (self.run_dir / f"link-{j}.trace").write_text(trace_file_text(b))
+            symmetric = any(
+                f.direction == "reverse" and f.entry <= j < f.exit for f in self.plan.flows
+            )
+            out = str(self.run_dir)
+            forward = [binary, *emulator_args(b, j, 2 * j, self.plan.seed, out, forward=True)]
+            reverse = [binary, *emulator_args(b, j, 2 * j + 1, self.plan.seed, out,
+                                              forward=False, symmetric=symmetric)]  # fmt: skip
             self.start(router, f"ccbench-link {j} forward", *forward, ready='"ready"')
             self.start(router, f"ccbench-link {j} reverse", *reverse, ready='"ready"')
             for queue, match in ((2 * j, "-o"), (2 * j + 1, "-i")):

@@ -4,7 +4,9 @@
 Makes the requested congestion controls available (modprobe tcp_<name> when missing) and
 allowed (net.ipv4.tcp_allowed_congestion_control), and sets sysctls (socket buffers). Reads
 before it writes, so a host already prepared reports changed=false. A congestion control the
-kernel cannot offer fails with a message starting "capability missing:"."""
+kernel cannot offer fails with a message starting "capability missing:". A host that is a
+network namespace or container sees the machine-wide sysctls (the allowed list, net.core.*)
+read-only: those are left alone and reported under `skipped`, with a warning."""
 
 from __future__ import annotations
 
@@ -48,6 +50,12 @@ def read_sysctl(module: AnsibleModule, name: str) -> str:
         raise  # not reached: fail_json exits
 
 
+def read_only_here(name: str) -> bool:
+    """The kernel shows machine-wide sysctls read-only (mode 0444) outside the initial
+    network namespace."""
+    return not sysctl_path(name).stat().st_mode & 0o200
+
+
 def write_sysctl(module: AnsibleModule, name: str, value: str) -> None:
     try:
         sysctl_path(name).write_text(value)
@@ -65,6 +73,7 @@ def main() -> None:
     )
     wanted: list[str] = module.params["congestion_controls"]
     changes: list[str] = []
+    skipped: list[str] = []
     result: dict[str, Any] = {}
 
     available = read_sysctl(module, AVAILABLE).split()
@@ -89,7 +98,9 @@ def main() -> None:
 
     allowed = read_sysctl(module, ALLOWED).split()
     not_allowed = [name for name in wanted if name not in allowed]
-    if not_allowed:
+    if not_allowed and read_only_here(ALLOWED):
+        skipped.append(f"{ALLOWED} += {' '.join(not_allowed)}")
+    elif not_allowed:
         allowed = allowed + not_allowed
         if not module.check_mode:
             write_sysctl(module, ALLOWED, " ".join(allowed))
@@ -99,11 +110,16 @@ def main() -> None:
     for name, value in module.params["sysctls"].items():
         value = str(value)
         if read_sysctl(module, name).split() != value.split():
+            if read_only_here(name):
+                skipped.append(f"{name}={value}")
+                continue
             if not module.check_mode:
                 write_sysctl(module, name, value)
             changes.append(f"{name}={value}")
 
-    module.exit_json(changed=bool(changes), changes=changes, **result)
+    for item in skipped:
+        module.warn(f"left alone, read-only in this network namespace: {item}")
+    module.exit_json(changed=bool(changes), changes=changes, skipped=skipped, **result)
 
 
 if __name__ == "__main__":

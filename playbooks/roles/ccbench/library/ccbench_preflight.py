@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Ansible module: check, before a trial starts anything, that a host has what the trial needs.
+
+Fails with "not provisioned: ..." when provisioning would fix it (an agent binary missing or
+not the worker's build, a congestion control whose module is not loaded) and with
+"capability missing: ..." when it would not (a congestion control the kernel cannot offer,
+forwarding switched off on a router, no iptables). The agents run as root, so
+net.ipv4.tcp_allowed_congestion_control (provisioning's business) does not limit them.
+Reports the installed agents' versions and the kernel. Changes nothing. Runs under the
+host's Python 3 (stdlib only)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+module: ccbench_preflight
+short_description: Check a host has the agents, congestion controls and router support a trial needs
+options:
+  prefix:
+    description: ccbench install prefix (binaries in C(bin/)).
+    type: str
+    required: true
+  binaries:
+    description: C({name, sha256}) of each binary the trial runs on this host.
+    type: list
+    elements: dict
+    default: []
+  congestion_controls:
+    description: Kernel congestion controls this host's senders select.
+    type: list
+    elements: str
+    default: []
+  router:
+    description: Whether this host forwards the trial's packets through ccbench-link.
+    type: bool
+    default: false
+"""
+
+NOT_PROVISIONED = "not provisioned:"
+CAPABILITY_MISSING = "capability missing:"
+
+
+def sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_words(path: str) -> list[str]:
+    try:
+        with open(path) as handle:
+            return handle.read().split()
+    except OSError:
+        return []
+
+
+def module_exists(name: str) -> bool:
+    """Whether `modprobe tcp_<name>` could load the controller."""
+    if shutil.which("modinfo") is None:
+        return False
+    proc = subprocess.run(
+        ["modinfo", f"tcp_{name}"], capture_output=True, text=True, check=False, timeout=10
+    )
+    return proc.returncode == 0
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "prefix": {"type": "str", "required": True},
+            "binaries": {"type": "list", "elements": "dict", "default": []},
+            "congestion_controls": {"type": "list", "elements": "str", "default": []},
+            "router": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    prefix = module.params["prefix"]
+    problems: list[str] = []
+    versions: dict[str, str | None] = {}
+    for binary in module.params["binaries"]:
+        path = os.path.join(prefix, "bin", str(binary["name"]))
+        if not os.access(path, os.X_OK):
+            problems.append(f"{NOT_PROVISIONED} {path} is missing")
+            continue
+        if binary.get("sha256") and sha256(path) != binary["sha256"]:
+            problems.append(f"{NOT_PROVISIONED} {path} is not the worker's build")
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+        versions[str(binary["name"])] = proc.stdout.strip() if proc.returncode == 0 else None
+
+    available = read_words("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    for name in module.params["congestion_controls"]:
+        if name not in available and not module_exists(name):
+            problems.append(
+                f"{CAPABILITY_MISSING} congestion control {name} is not available in kernel "
+                f"{platform.release()} (available: {' '.join(available)}; no module tcp_{name})"
+            )
+        elif name not in available:
+            problems.append(f"{NOT_PROVISIONED} congestion control {name} is not loaded")
+
+    if module.params["router"]:
+        if read_words("/proc/sys/net/ipv4/ip_forward") != ["1"]:
+            problems.append(
+                f"{CAPABILITY_MISSING} the router does not forward (net.ipv4.ip_forward is 0)"
+            )
+        if shutil.which("iptables") is None:
+            problems.append(f"{CAPABILITY_MISSING} iptables is missing on the router")
+
+    report = {"kernel": platform.release(), "versions": versions}
+    if problems:
+        # Capability problems first: provisioning cannot fix them.
+        problems.sort(key=lambda p: not p.startswith(CAPABILITY_MISSING))
+        module.fail_json(msg="; ".join(problems), ccbench_report=report)
+    module.exit_json(changed=False, ccbench_report=report)
+
+
+if __name__ == "__main__":
+    main()
