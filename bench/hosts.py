@@ -19,12 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from api.hosts.service import HostAccess
 from bench.figures import figure as emit
 from schemas import ExperimentSpec
 from tests.sshhosts import SshHosts
 from workers.planning import controllers_for_spec, flow_plans
 from workers.testbeds.hosts import ansible
-from workers.testbeds.hosts.backend import HostRecord, run_hosts
+from workers.testbeds.hosts.backend import run_hosts
 
 OVERHEAD_TARGET = "<= 5 s"
 
@@ -33,17 +34,19 @@ def figure(name: str, value: float | None, unit: str, target: str | None = None)
     emit("hosts", name, value, unit, target)
 
 
-def records(lab: SshHosts) -> list[HostRecord]:
+def records(lab: SshHosts) -> list[HostAccess]:
     """The hosts as the inventory would hand them to the worker."""
     out = []
     for host in lab.hosts.values():
         body = host.registration()
         out.append(
-            HostRecord(
+            HostAccess(
                 name=body["name"],
                 address=body["address"],
                 port=body["port"],
                 user=body["user"],
+                labels={},
+                credential_ref=None,
                 private_key=body["private_key"],
                 host_key=body["host_key"],
                 install_prefix=body["install_prefix"],

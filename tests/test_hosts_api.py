@@ -17,7 +17,7 @@ from sqlalchemy import select
 from api.app import app
 from api.hosts import service
 from ccbench import secrets
-from ccbench.db.models import Base, Host
+from ccbench.db.models import Base, Host, Team
 from ccbench.db.session import session_scope
 
 
@@ -54,8 +54,13 @@ def host_body(name: str, **extra: Any) -> dict[str, Any]:
 
 
 def stored(team_token: tuple[str, str], name: str) -> Host | None:
+    """The team's host row (other tests' teams may have hosts of the same name)."""
     with session_scope() as session:
-        return session.scalar(select(Host).where(Host.name == name))
+        return session.scalar(
+            select(Host)
+            .join(Team, Team.id == Host.team_id)
+            .where(Host.name == name, Team.name == team_token[0])
+        )
 
 
 def test_private_key_is_encrypted_at_rest_and_never_returned(

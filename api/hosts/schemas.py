@@ -43,16 +43,9 @@ def _check_labels(labels: dict[str, str]) -> dict[str, str]:
 class _HostFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    @field_validator("address", check_fields=False)
+    @field_validator("address", "data_address", check_fields=False)
     @classmethod
     def _address(cls, v: str | None) -> str | None:
-        if v is not None and (len(v) > 255 or not ADDRESS.match(v)):
-            raise ValueError("not a host name or IP address")
-        return v
-
-    @field_validator("data_address", check_fields=False)
-    @classmethod
-    def _data_address(cls, v: str | None) -> str | None:
         if v is not None and (len(v) > 255 or not ADDRESS.match(v)):
             raise ValueError("not a host name or IP address")
         return v

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from api.hosts.service import HostAccess
 from schemas import ExperimentSpec
 from schemas.spec import Dumbbell
 from workers.testbeds.hosts import ansible
@@ -49,26 +50,12 @@ class HostsRunError(Exception):
     """The run cannot start on the hosts (the message names the host and the field)."""
 
 
-@dataclass(frozen=True)
-class HostRecord:
-    """One inventory host as the worker sees it (api.hosts.service.HostAccess, plain)."""
-
-    name: str
-    address: str
-    port: int
-    user: str
-    private_key: str | None = None
-    credential_ref: str | None = None
-    data_address: str | None = None
-    host_key: str | None = None
-    install_prefix: str | None = None
-
-    @property
-    def flow_address(self) -> str:
-        return self.data_address or self.address
+def flow_address(host: HostAccess) -> str:
+    """Where flows to the host are sent: its experiment-network address, else its SSH one."""
+    return host.data_address or host.address
 
 
-def load_hosts(team_id: str, names: Sequence[str]) -> list[HostRecord]:
+def load_hosts(team_id: str, names: Sequence[str]) -> list[HostAccess]:
     """The named hosts of the team, keys decrypted (api.hosts.service.access_for)."""
     from api.errors import NotFound
     from api.hosts.service import access_for
@@ -76,26 +63,12 @@ def load_hosts(team_id: str, names: Sequence[str]) -> list[HostRecord]:
 
     with session_scope() as session:
         try:
-            accesses = access_for(session, team_id, names)
+            return access_for(session, team_id, names)
         except NotFound as exc:
             raise HostsRunError(f"testbed hosts: {exc}") from exc
-    return [
-        HostRecord(
-            name=a.name,
-            address=a.address,
-            port=a.port,
-            user=a.user,
-            private_key=a.private_key,
-            credential_ref=a.credential_ref,
-            data_address=a.data_address,
-            host_key=a.host_key,
-            install_prefix=a.install_prefix,
-        )
-        for a in accesses
-    ]
 
 
-def write_credentials(records: Sequence[HostRecord], ssh_dir: Path) -> list[dict[str, Any]]:
+def write_credentials(records: Sequence[HostAccess], ssh_dir: Path) -> list[dict[str, Any]]:
     """The ansible host dicts, with each key in a 0600 file of ssh_dir and each pinned host
     key in a known_hosts file of its own."""
     ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -155,7 +128,7 @@ class TrialPlan:
 
 def trial_for_spec(
     spec: ExperimentSpec,
-    records: Sequence[HostRecord],
+    records: Sequence[HostAccess],
     flows: Sequence[FlowPlan],
     *,
     run_id: str,
@@ -173,7 +146,7 @@ def trial_for_spec(
     for flow, spec_flow in zip(flows, spec.flows, strict=True):
         assert spec_flow.src is not None and spec_flow.dst is not None
         i, port = flow.index, port0 + flow.index
-        address = by_name[spec_flow.dst].flow_address
+        address = flow_address(by_name[spec_flow.dst])
         receivers.append({
             "host": spec_flow.dst, "name": f"flow-{i}.recv", "files": [f"flow-{i}.recv.jsonl"],
             "args": [*receiver_args(flow, f"0.0.0.0:{port}", interval_ms),
@@ -214,7 +187,7 @@ def trial_for_spec(
         ]  # fmt: skip
         trial["router"] = {
             "host": router,
-            "receivers": sorted({by_name[f.dst].flow_address for f in spec.flows if f.dst}),
+            "receivers": sorted({flow_address(by_name[f.dst]) for f in spec.flows if f.dst}),
             "forward_queue": queue,
             "reverse_queue": queue + 1,
             "files": [{"name": "link-0.trace", "content": trace_file_text(link)}]
@@ -288,7 +261,7 @@ def run_hosts(
     *,
     run_id: str,
     run_dir: Path,
-    load: Callable[[], Sequence[HostRecord]],
+    load: Callable[[], Sequence[HostAccess]],
     agents_dir: Path,
     on_event: Callable[[dict[str, Any]], None],
     should_cancel: Callable[[], bool],
@@ -368,10 +341,10 @@ def _trial_provisioning_on_demand(
                              should_cancel=cancel, trial_id=trial_id)  # fmt: skip
 
 
-def _describe_hosts(spec: ExperimentSpec, records: Sequence[HostRecord]) -> dict[str, Any]:
+def _describe_hosts(spec: ExperimentSpec, records: Sequence[HostAccess]) -> dict[str, Any]:
     described = {
         r.name: {"address": r.address, "port": r.port, "user": r.user,
-                 "data_address": r.flow_address, "host_key_pinned": r.host_key is not None}
+                 "data_address": flow_address(r), "host_key_pinned": r.host_key is not None}
         for r in records
     }  # fmt: skip
     routed = spec.testbed.router is not None
