@@ -306,20 +306,39 @@ def test_probe_reports_which_controllers_the_kernel_accepts(
     assert HostState.capture().leftovers_since(before) == []
 
 
-def slow_start_bursts(run_dir: Path) -> tuple[int, float]:
-    """(packets, share of them that arrived back-to-back) of the flow's first slow start at
-    the bottleneck, from the emulator's arrival log: data packets up to the first drop (the end
-    of slow start at a 1-BDP buffer) or the first 2 s. Back-to-back: within 100 µs of the
-    previous one, a tenth of a packet's transmission time at 10 Mbit/s."""
+# Linux never paces a connection's first 10 data segments (tcp_update_skb_after_send: "Original
+# sch_fq does not pace first 10 MSS", data_segs_out < 10), whatever the controller sets: they
+# leave back to back although the controllers set sk_pacing_status and the rate (cwnd/SRTT of
+# the SYN's RTT) in init, before the first data segment (measured on the sender: status NEEDED,
+# 2.9 Mbit/s at segment 1). A struct_ops controller cannot write data_segs_out.
+KERNEL_UNPACED_SEGMENTS = 10
+BACK_TO_BACK_US = 100  # a tenth of a packet's transmission time at the 10 Mbit/s bottleneck
+
+
+def slow_start_bursts(run_dir: Path) -> tuple[int, int, int]:
+    """(packets, back-to-back pairs among the first KERNEL_UNPACED_SEGMENTS packets, back-to-back
+    pairs after them) of the flow's first slow start at the bottleneck, from the emulator's
+    arrival log: data packets up to the first drop (the end of slow start at a 1-BDP buffer) or
+    the first 2 s. A pair is back to back when the second packet arrives within
+    BACK_TO_BACK_US of the first (the access link is a veth: no transmission time of its own).
+    The emulator's arrival times were checked against packet captures with kernel timestamps
+    on the sender's interface and the router's ingress: the same pairs are back to back in all
+    three (±1 pair per run), so the log measures the sender, not the emulator's scheduling."""
     _, log = read_packet_log(run_dir / "link-0-data.bin")
     records = np.array(log)
     data = records[records["len"] > 1000]
-    arrivals = data["arrival_us"].astype(np.int64)
-    dropped = np.flatnonzero(data["fate"] != 0)
-    end = arrivals[dropped[0]] if len(dropped) else arrivals[0] + 2_000_000
+    # Forwarded packets are logged at release and drops at arrival: order by arrival.
+    arrivals = np.sort(data["arrival_us"].astype(np.int64), kind="stable")
+    dropped = np.sort(data["arrival_us"][data["fate"] != 0].astype(np.int64))
+    end = dropped[0] if len(dropped) else arrivals[0] + 2_000_000
     first = arrivals[arrivals < end]
-    gaps = np.diff(first)
-    return len(first), float(np.count_nonzero(gaps < 100) / max(len(gaps), 1))
+    back_to_back = np.diff(first) < BACK_TO_BACK_US
+    unpaced_pairs = KERNEL_UNPACED_SEGMENTS - 1
+    return (
+        len(first),
+        int(np.count_nonzero(back_to_back[:unpaced_pairs])),
+        int(np.count_nonzero(back_to_back[unpaced_pairs:])),
+    )
 
 
 def trace_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -359,8 +378,9 @@ def test_westwood_estimates_the_bandwidth_and_sets_ssthresh_from_it(tmp_path: Pa
 @pytest.mark.root
 def test_paced_variants_send_no_bursts_in_slow_start(tmp_path: Path) -> None:
     """Seed 003: unpaced slow start sends two segments per ACK, back to back; the paced
-    variants space them (at cwnd/RTT, BSE or alpha x BSE). In the bottleneck's arrival log,
-    most of Reno's first slow start arrives back-to-back and few of a paced flow's packets do.
+    variants space them (at cwnd/RTT, BSE or alpha x BSE). In the bottleneck's arrival log
+    (slow_start_bursts), most of Reno's first slow start arrives back-to-back; after the first
+    10 segments, which Linux never paces (KERNEL_UNPACED_SEGMENTS), Paced NewReno sends none.
     Paced Westwood can starve itself (BSE measured while paced at BSE, the seed's Fig. 5);
     alpha = 2 removes that (Fig. 6) and matches Paced NewReno (Fig. 7)."""
     before = HostState.capture()
@@ -370,17 +390,27 @@ def test_paced_variants_send_no_bursts_in_slow_start(tmp_path: Path) -> None:
         if algorithm != "reno":
             flow["runtime"] = "bpf"
         analysis, _ = run(single_flow(flow, "1bdp", "8s"), tmp_path / algorithm, algorithm)
-        packets, share = slow_start_bursts(tmp_path / algorithm)
-        results[algorithm] = (packets, share, throughput(analysis))
-        print(f"{algorithm}: first slow start {packets} packets, {share:.1%} back-to-back, "
-              f"goodput {throughput(analysis) / 1e6:.2f} Mbit/s")  # fmt: skip
+        packets, unpaced_pairs, paced_pairs = slow_start_bursts(tmp_path / algorithm)
+        results[algorithm] = (packets, paced_pairs / (packets - KERNEL_UNPACED_SEGMENTS),
+                              throughput(analysis))  # fmt: skip
+        print(f"{algorithm}: first slow start {packets} packets, back-to-back pairs: "
+              f"{unpaced_pairs} in the first {KERNEL_UNPACED_SEGMENTS} segments, {paced_pairs} "
+              f"after ({results[algorithm][1]:.1%}), goodput "
+              f"{throughput(analysis) / 1e6:.2f} Mbit/s")  # fmt: skip
     assert results["reno"][1] > 0.4
     for algorithm in ("paced_newreno", "paced_westwood", "alpha_paced_westwood"):
-        # Typically 2-7%; the kernel's pacing timer catches up in a burst when the 2-core
-        # machine is busy (up to 15% seen in CI), still far from Reno's share.
         packets, share, _ = results[algorithm]
-        assert packets > 50 and share < 0.25, (algorithm, packets, share)
-        assert share < results["reno"][1] / 2, (algorithm, share, results["reno"][1])
+        assert packets > 50, (algorithm, packets)
+        if algorithm == "paced_newreno":
+            # No burst: 0 pairs in 7 of 8 runs measured, 1 in the eighth.
+            assert share <= 0.01, (algorithm, packets, share)
+        else:
+            # Not yet none: in about half the runs the Westwood variants send one burst of
+            # 12-35 new segments (cwnd minus packets in flight) within ~30 us, with no ACK
+            # arriving, sk_pacing_status NEEDED and the usual rate just before and after, then
+            # nothing for the burst's paced duration; seen on the sender's own interface, so
+            # neither the emulator nor a late pacing timer (p99 lateness < 0.1 ms). Up to 12%.
+            assert share < 0.15 and share < results["reno"][1] / 4, (algorithm, share)
     # Paced Westwood's starvation depends on its first BSE sample (3.2 to 7.9 Mbit/s across
     # runs here), so only its corrected form is held to the seed's result (Fig. 7).
     goodput = {a: r[2] for a, r in results.items()}

@@ -15,7 +15,14 @@ import pytest
 
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
-from workers.testbeds.mininet.plan import FlowPlan, LinkPlan, Plan
+from workers.testbeds.mininet.plan import (
+    TCP_BUFFER_CAP_BYTES,
+    TCP_BUFFER_DEFAULT_MAX_BYTES,
+    FlowPlan,
+    LinkPlan,
+    Plan,
+    tcp_buffer_max_bytes,
+)
 from workers.testbeds.mininet.runner import SandboxResult, run_sandbox
 from workers.testbeds.mininet.topology import chain
 
@@ -100,6 +107,22 @@ def test_dumbbell_addresses_and_routes() -> None:
     assert routes[("r1", "10.2.1.0/24")] == "10.0.0.2"
     assert routes[("r2", "10.1.2.0/24")] == "10.0.0.1"
     assert topo.link_interface(0) == "r1-r2"
+
+
+def test_tcp_buffers_are_sized_for_the_path(tmp_path: Path) -> None:
+    # 10 Mbit/s x 40 ms + 33 packets is far below the kernel's default: keep the default.
+    assert tcp_buffer_max_bytes(dumbbell(tmp_path, 6.0)) == TCP_BUFFER_DEFAULT_MAX_BYTES
+    # 1 Gbit/s x 40 ms = 5 MB in the pipe + a 5 MB buffer, x4.
+    fast = dataclasses.replace(
+        dumbbell(tmp_path, 6.0),
+        links=[LinkPlan(1e9, DELAY_S, buffer_pkts=None, buffer_bytes=5_000_000)],
+    )
+    assert tcp_buffer_max_bytes(fast) == 4 * (5_000_000 + 5_000_000)
+    # Access delays lengthen the RTT; the cap bounds absurd paths.
+    far = dataclasses.replace(fast, flows=[FlowPlan(0, "cubic", 0.0, 6.0, access_delay_s=0.08)])
+    assert tcp_buffer_max_bytes(far) == 4 * (1e9 / 8 * 0.2 + 5_000_000)
+    huge = dataclasses.replace(fast, links=[LinkPlan(1e11, 1.0, None, 5_000_000)])
+    assert tcp_buffer_max_bytes(huge) == TCP_BUFFER_CAP_BYTES
 
 
 # --- real sandboxes ---------------------------------------------------------------------------

@@ -36,6 +36,18 @@ enum AqmKind {
     Red,
 }
 
+/// Where a packet's arrival time comes from.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ArrivalTime {
+    /// The kernel's timestamp (NFQA_TIMESTAMP): exact however late the packet is read, so the
+    /// emulator may sleep until its next release without watching for arrivals.
+    Kernel,
+    /// The time the emulator read the packet: it must wake on every arrival. For packets that
+    /// another queue on this host held before this one (e.g. a non-TCP packet behind an access
+    /// delay line), whose kernel timestamp is when the host received them.
+    Read,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Emulate one direction of a link for the packets of an NFQUEUE queue.
@@ -84,10 +96,16 @@ struct RunArgs {
     /// Counters written when stopped (JSON).
     #[arg(long)]
     stats_out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ArrivalTime::Kernel)]
+    arrival_time: ArrivalTime,
 }
 
-/// Below this many µs to the next release the loop spins instead of sleeping.
+/// With arrivals timed on reading: below this many µs to the next release the loop spins
+/// instead of sleeping.
 const SPIN_US: u64 = 20;
+/// With kernel arrival times: the longest sleep that does not watch for arrivals (they keep
+/// their timestamps meanwhile; drop verdicts wait at most this long).
+const MAX_BLIND_US: u64 = 2000;
 
 /// Release lateness (actual verdict time - release time), µs.
 #[derive(Default)]
@@ -128,6 +146,13 @@ struct Emulator {
     /// Packets waiting for their release time, with their log record (written on release,
     /// carrying the actual release time).
     held: VecDeque<(u64, u32, log::Record)>,
+    /// The last arrival time given to the model (µs since `started`; arrivals never go back).
+    last_arrival_us: u64,
+    /// When the socket was last read empty: every packet read later arrived after it.
+    drained_at_us: u64,
+    arrival_time: ArrivalTime,
+    /// Packets whose arrival time is the kernel's receive timestamp (the others: read time).
+    kernel_stamped: u64,
     log: Option<BufWriter<File>>,
     counters: Counters,
     lateness: Lateness,
@@ -138,8 +163,29 @@ impl Emulator {
         self.started.elapsed().as_micros() as u64
     }
 
-    fn admit(&mut self, queue: &mut NfQueue, packet: &Packet) -> std::io::Result<()> {
-        let now = self.now_us();
+    /// The packet's arrival at this queue: the kernel's timestamp when it gave one and
+    /// `--arrival-time kernel` (so the model sees the true arrival however late the emulator
+    /// read the packet), else `now`, the time it was read; never later than `now`, nor before
+    /// the last time the socket was read empty, nor before the previous arrival.
+    fn arrival_us(&mut self, packet: &Packet, now: u64) -> u64 {
+        let stamped = match self.arrival_time {
+            ArrivalTime::Kernel => packet
+                .kernel_time_us
+                .map(|t| t.saturating_sub(self.started_unix_us)),
+            ArrivalTime::Read => None,
+        };
+        self.kernel_stamped += u64::from(stamped.is_some());
+        let arrival = stamped
+            .unwrap_or(now)
+            .min(now)
+            .max(self.drained_at_us)
+            .max(self.last_arrival_us);
+        self.last_arrival_us = arrival;
+        arrival
+    }
+
+    fn admit(&mut self, queue: &mut NfQueue, packet: &Packet, now: u64) -> std::io::Result<()> {
+        let now = self.arrival_us(packet, now);
         let (len, flow) = log::parse_ipv4(packet.head())
             .unwrap_or((packet.head_len as u16, log::FiveTuple::default()));
         let outcome = self.link.arrive(now, len as u32);
@@ -180,25 +226,32 @@ impl Emulator {
         Ok(())
     }
 
-    /// Accept every packet whose release time has come; how long until the next one.
+    /// Accept every packet whose release time has come, with one batch verdict: `held` is in
+    /// arrival (= kernel id) order and releases never reorder, so the packets due are exactly
+    /// the kernel queue's prefix up to the last of them (dropped ones already had their
+    /// verdict). How long until the next release.
     fn release_due(&mut self, queue: &mut NfQueue) -> std::io::Result<Option<u64>> {
-        loop {
-            let now = self.now_us();
+        let now = self.now_us();
+        let mut last_id = None;
+        let next = loop {
             match self.held.front() {
                 Some((due, _, _)) if *due <= now => {
                     let (due, id, mut record) = self.held.pop_front().unwrap();
-                    queue.verdict(id, NF_ACCEPT);
-                    let released = self.now_us();
-                    self.lateness.record(Duration::from_micros(released - due));
+                    last_id = Some(id);
+                    self.lateness.record(Duration::from_micros(now - due));
                     if let Some(out) = self.log.as_mut() {
-                        record.release_us = self.started_unix_us + released;
+                        record.release_us = self.started_unix_us + now;
                         out.write_all(&record.encode())?;
                     }
                 }
-                Some((due, _, _)) => return Ok(Some(*due - now)),
-                None => return Ok(None),
+                Some((due, _, _)) => break Some(*due - now),
+                None => break None,
             }
+        };
+        if let Some(id) = last_id {
+            queue.verdict_through(id, NF_ACCEPT);
         }
+        Ok(next)
     }
 }
 
@@ -270,6 +323,7 @@ fn run(
     cfg: LinkConfig,
     log_path: Option<PathBuf>,
     stats_out: Option<PathBuf>,
+    arrival_time: ArrivalTime,
 ) -> Result<(), AgentError> {
     let link = Link::new(cfg.clone()).map_err(AgentError::usage)?;
     let started_unix = unix_now();
@@ -301,6 +355,10 @@ fn run(
         started,
         started_unix_us: (started_unix * 1e6) as u64,
         held: VecDeque::new(),
+        last_arrival_us: 0,
+        drained_at_us: 0,
+        arrival_time,
+        kernel_stamped: 0,
         log: log_out,
         counters: Counters::default(),
         lateness: Lateness::default(),
@@ -308,42 +366,57 @@ fn run(
     let mut arrived: Vec<Packet> = Vec::with_capacity(1024);
     while !stop_requested() {
         arrived.clear();
-        match queue.recv_packets(&mut arrived, 512) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => emu.counters.overruns += 1,
+        let reading_at = emu.now_us();
+        let drained = match queue.recv_packets(&mut arrived, 8) {
+            Ok(drained) => drained,
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                emu.counters.overruns += 1;
+                false
+            }
             Err(e) => return Err(AgentError::runtime(format!("NFQUEUE receive: {e}"))),
-        }
+        };
+        let now = emu.now_us();
         for packet in &arrived {
-            emu.admit(&mut queue, packet)?;
+            emu.admit(&mut queue, packet, now)?;
         }
         let next_due = emu.release_due(&mut queue)?;
         queue.flush_verdicts()?;
-        if arrived.is_empty() {
-            // Sleep until the next release (waking a little early and spinning the rest) or
-            // until a packet arrives.
-            match next_due {
-                Some(us) if us <= SPIN_US => {}
-                Some(us) => {
-                    queue.wait(Some(Duration::from_micros(us - SPIN_US)))?;
-                }
-                None => {
-                    queue.wait(Some(Duration::from_millis(200)))?;
-                }
+        if !drained {
+            continue;
+        }
+        emu.drained_at_us = reading_at;
+        // Every arrival so far had a kernel timestamp: sleep until the next release without
+        // waking for arrivals (~5 packets per wake-up at 1 Gbit/s instead of one wake-up or
+        // busy poll per packet). Otherwise wake on arrivals and spin just before releases.
+        let kernel_timed = emu.kernel_stamped == emu.counters.packets;
+        match next_due {
+            Some(us) if kernel_timed => {
+                queue.sleep(Duration::from_micros(us.min(MAX_BLIND_US)));
+            }
+            Some(us) if us <= SPIN_US => {}
+            Some(us) => {
+                queue.wait(Some(Duration::from_micros(us - SPIN_US)))?;
+            }
+            None => {
+                queue.wait(Some(Duration::from_millis(200)))?;
             }
         }
     }
     // Release what is still held so that no packet stays queued in the kernel.
-    for (_, id, _) in emu.held.drain(..) {
-        queue.verdict(id, NF_ACCEPT);
+    if let Some((_, id, _)) = emu.held.back() {
+        queue.verdict_through(*id, NF_ACCEPT);
     }
+    emu.held.clear();
     queue.flush_verdicts()?;
     let verdict_errors = queue.verdict_errors;
+    let syscalls = queue.syscalls;
     drop(queue);
     if let Some(out) = emu.log.as_mut() {
         out.flush()?;
     }
     if let Some(path) = stats_out {
         let c = &emu.counters;
+        let cpu = cpu_times();
         let stats = json!({
             "config": description,
             "packets": c.packets, "bytes": c.bytes, "forwarded": c.forwarded,
@@ -353,20 +426,37 @@ fn run(
             "late_us_p50": emu.lateness.percentile(50.0),
             "late_us_p99": emu.lateness.percentile(99.0),
             "late_us_max": emu.lateness.percentile(100.0),
-            "cpu_s": cpu_seconds(),
+            "kernel_stamped": emu.kernel_stamped,
+            "cpu_s": cpu.user_s + cpu.system_s,
+            "cpu_user_s": cpu.user_s, "cpu_system_s": cpu.system_s,
+            "syscalls": {
+                "recv_calls": syscalls.recv_calls, "empty_recvs": syscalls.empty_recvs,
+                "datagrams": syscalls.datagrams, "verdict_sends": syscalls.verdict_sends,
+                "verdict_messages": syscalls.verdict_messages, "waits": syscalls.waits,
+            },
         });
         std::fs::write(&path, format!("{stats}\n"))?;
     }
     Ok(())
 }
 
-/// CPU time (user + system) this process used so far.
-fn cpu_seconds() -> f64 {
+struct CpuTimes {
+    user_s: f64,
+    /// Kernel time, including the forwarding (and the receiving host's stack) that an accept
+    /// verdict runs in this process's context, and the checksums of queued packets.
+    system_s: f64,
+}
+
+/// CPU time this process used so far.
+fn cpu_times() -> CpuTimes {
     // SAFETY: getrusage writes into the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    CpuTimes {
+        user_s: tv(usage.ru_utime),
+        system_s: tv(usage.ru_stime),
+    }
 }
 
 fn main() {
@@ -383,6 +473,7 @@ fn main() {
             cfg,
             args.log.clone(),
             args.stats_out.clone(),
+            args.arrival_time,
         )
     });
     if let Err(e) = result {

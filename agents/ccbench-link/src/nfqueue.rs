@@ -1,6 +1,8 @@
 //! A small NFQUEUE binding on a raw netlink socket (no libnetfilter_queue), written for the
-//! emulator's needs: many packets per recv, many verdicts per send, and a file descriptor to
-//! poll with a microsecond timeout so the emulator sleeps when there is nothing to do.
+//! emulator's needs: many packets per system call (the kernel sends one netlink datagram per
+//! packet, `recvmmsg` takes up to `RECV_BATCH` of them at once), many verdicts per send (and one
+//! NFQNL_MSG_VERDICT_BATCH message accepts a whole prefix of the queue), and a file descriptor
+//! to poll with a microsecond timeout so the emulator sleeps when there is nothing to do.
 //!
 //! Messages (include/uapi/linux/netfilter/nfnetlink_queue.h): nlmsghdr, nfgenmsg (family,
 //! version, queue number big-endian), then attributes; attribute payloads are big-endian.
@@ -14,8 +16,10 @@ const NFNL_SUBSYS_QUEUE: u16 = 3;
 const NFQNL_MSG_PACKET: u16 = 0;
 const NFQNL_MSG_VERDICT: u16 = 1;
 const NFQNL_MSG_CONFIG: u16 = 2;
+const NFQNL_MSG_VERDICT_BATCH: u16 = 3;
 const NFQA_PACKET_HDR: u16 = 1;
 const NFQA_VERDICT_HDR: u16 = 2;
+const NFQA_TIMESTAMP: u16 = 4;
 const NFQA_PAYLOAD: u16 = 10;
 const NFQA_CFG_CMD: u16 = 1;
 const NFQA_CFG_PARAMS: u16 = 2;
@@ -29,14 +33,20 @@ const NLMSG_HDRLEN: usize = 16;
 const NFGEN_HDRLEN: usize = 4;
 /// Bytes of each packet copied to userspace (IPv4 header with options, plus the ports).
 pub const MAX_COPY: usize = 64;
+/// Datagrams (one packet each) taken per `recvmmsg`.
+const RECV_BATCH: usize = 64;
+/// Room for one datagram: a packet message with MAX_COPY bytes of payload is ~250 bytes.
+const RECV_SLOT: usize = 2048;
 
 pub const NF_DROP: u32 = 0;
 pub const NF_ACCEPT: u32 = 1;
 
-/// One queued packet: the kernel's id and the first bytes of the packet.
+/// One queued packet: the kernel's id, when the kernel received it (Unix µs, when it says)
+/// and the first bytes of the packet.
 #[derive(Clone, Copy)]
 pub struct Packet {
     pub id: u32,
+    pub kernel_time_us: Option<u64>,
     pub head: [u8; MAX_COPY],
     pub head_len: usize,
 }
@@ -47,12 +57,30 @@ impl Packet {
     }
 }
 
+/// System calls made, to tell the cost of the emulator's own work from the kernel's.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Syscalls {
+    /// `recvmmsg` calls, and those that found nothing waiting.
+    pub recv_calls: u64,
+    pub empty_recvs: u64,
+    /// Datagrams received.
+    pub datagrams: u64,
+    /// Verdict sends, and the verdict messages they carried.
+    pub verdict_sends: u64,
+    pub verdict_messages: u64,
+    /// `ppoll` calls (sleeps until a packet or a release is due).
+    pub waits: u64,
+}
+
 pub struct NfQueue {
     fd: OwnedFd,
     queue_num: u16,
     seq: u32,
     recv_buf: Vec<u8>,
+    /// RECV_BATCH slots of RECV_SLOT bytes for `recvmmsg`.
+    slots: Vec<u8>,
     verdicts: Vec<u8>,
+    pub syscalls: Syscalls,
     /// Packets that arrived while a configuration request waited for its acknowledgement.
     pending: Vec<Packet>,
     /// Verdicts the kernel refused (see `parse_packets`).
@@ -128,6 +156,7 @@ pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> Parsed {
             let body = &datagram[o + NLMSG_HDRLEN + NFGEN_HDRLEN..o + len];
             let mut packet = Packet {
                 id: 0,
+                kernel_time_us: None,
                 head: [0; MAX_COPY],
                 head_len: 0,
             };
@@ -143,6 +172,12 @@ pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> Parsed {
                     NFQA_PACKET_HDR if data.len() >= 4 => {
                         packet.id = u32::from_be_bytes(data[..4].try_into().unwrap());
                         have_id = true;
+                    }
+                    // struct nfqnl_msg_packet_timestamp { be64 sec; be64 usec; }
+                    NFQA_TIMESTAMP if data.len() >= 16 => {
+                        let sec = u64::from_be_bytes(data[..8].try_into().unwrap());
+                        let usec = u64::from_be_bytes(data[8..16].try_into().unwrap());
+                        packet.kernel_time_us = Some(sec * 1_000_000 + usec);
                     }
                     NFQA_PAYLOAD => {
                         packet.head_len = data.len().min(MAX_COPY);
@@ -197,12 +232,28 @@ impl NfQueue {
                 break;
             }
         }
+        // SO_TIMESTAMP switches on the kernel's receive timestamps (a host-wide switch while
+        // any socket asks for them): the packet messages then carry NFQA_TIMESTAMP, the time
+        // the packet reached this host, so arrivals are exact however late they are read.
+        let on: libc::c_int = 1;
+        // SAFETY: `on` is a valid c_int; failure only means no NFQA_TIMESTAMP.
+        unsafe {
+            libc::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMP,
+                (&on as *const libc::c_int).cast(),
+                4,
+            )
+        };
         let mut q = NfQueue {
             fd,
             queue_num,
             seq: 0,
             recv_buf: vec![0u8; 1 << 20],
+            slots: vec![0u8; RECV_BATCH * RECV_SLOT],
             verdicts: Vec::with_capacity(64 * 1024),
+            syscalls: Syscalls::default(),
             pending: Vec::new(),
             verdict_errors: 0,
         };
@@ -302,23 +353,76 @@ impl NfQueue {
         Ok(n as usize)
     }
 
-    /// Append the packets waiting now (up to `max` datagrams) to `out`.
-    pub fn recv_packets(&mut self, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
-        let before = out.len();
-        out.append(&mut self.pending);
-        for _ in 0..max {
-            let n = self.recv_raw()?;
-            if n == 0 {
-                break;
-            }
-            let parsed = parse_packets(&self.recv_buf[..n], out);
-            self.verdict_errors += parsed.errors.iter().filter(|(_, e)| *e != 0).count() as u64;
+    /// Up to RECV_BATCH datagrams into `slots` with one system call; their lengths.
+    fn recv_batch(&mut self, lengths: &mut [usize; RECV_BATCH]) -> io::Result<usize> {
+        // SAFETY: zeroed iovec/mmsghdr are valid "empty" values, filled in below.
+        let mut iovecs: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
+        let mut headers: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
+        let base = self.slots.as_mut_ptr();
+        for (i, (iov, header)) in iovecs.iter_mut().zip(headers.iter_mut()).enumerate() {
+            // SAFETY: slot i lies inside `slots` (RECV_BATCH * RECV_SLOT bytes).
+            iov.iov_base = unsafe { base.add(i * RECV_SLOT) }.cast();
+            iov.iov_len = RECV_SLOT;
+            header.msg_hdr.msg_iov = iov;
+            header.msg_hdr.msg_iovlen = 1;
         }
-        Ok(out.len() - before)
+        self.syscalls.recv_calls += 1;
+        // SAFETY: every header points at its own iovec and slot, all alive for the call.
+        let n = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                headers.as_mut_ptr(),
+                RECV_BATCH as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {
+                    self.syscalls.empty_recvs += 1;
+                    Ok(0)
+                }
+                _ => Err(e),
+            };
+        }
+        let n = n as usize;
+        for (length, header) in lengths.iter_mut().zip(&headers[..n]) {
+            if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                // A lost packet message would leave its packet queued in the kernel for good.
+                return Err(io::Error::other(format!(
+                    "an NFQUEUE message of {} bytes did not fit the {RECV_SLOT}-byte slot",
+                    header.msg_len
+                )));
+            }
+            *length = header.msg_len as usize;
+        }
+        self.syscalls.datagrams += n as u64;
+        Ok(n)
+    }
+
+    /// Append the packets waiting now (up to `max_calls` system calls' worth) to `out`; true
+    /// when nothing is left waiting.
+    pub fn recv_packets(&mut self, out: &mut Vec<Packet>, max_calls: usize) -> io::Result<bool> {
+        out.append(&mut self.pending);
+        let mut lengths = [0usize; RECV_BATCH];
+        for _ in 0..max_calls {
+            let n = self.recv_batch(&mut lengths)?;
+            for (i, &len) in lengths[..n].iter().enumerate() {
+                let slot = &self.slots[i * RECV_SLOT..i * RECV_SLOT + len];
+                let parsed = parse_packets(slot, out);
+                self.verdict_errors += parsed.errors.iter().filter(|(_, e)| *e != 0).count() as u64;
+            }
+            if n < RECV_BATCH {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Sleep until a packet is waiting or `timeout` passes (None: wait indefinitely).
-    pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
         let mut pfd = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
@@ -333,6 +437,7 @@ impl NfQueue {
             .map_or(std::ptr::null(), |t| t as *const libc::timespec);
         // SAFETY: pfd and ts are valid for the call.
         let rc = unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, std::ptr::null()) };
+        self.syscalls.waits += 1;
         if rc < 0 {
             let e = io::Error::last_os_error();
             return if e.kind() == io::ErrorKind::Interrupted {
@@ -344,14 +449,40 @@ impl NfQueue {
         Ok(rc > 0)
     }
 
-    /// Queue a verdict; `flush_verdicts` sends all queued verdicts in one datagram.
+    /// Sleep for `duration` without watching the socket (packets that arrive meanwhile keep
+    /// their kernel timestamps).
+    pub fn sleep(&mut self, duration: Duration) {
+        let ts = libc::timespec {
+            tv_sec: duration.as_secs() as libc::time_t,
+            tv_nsec: duration.subsec_nanos() as libc::c_long,
+        };
+        self.syscalls.waits += 1;
+        // SAFETY: no descriptors; ts is valid for the call. EINTR (a stop signal) just returns.
+        unsafe { libc::ppoll(std::ptr::null_mut(), 0, &ts, std::ptr::null()) };
+    }
+
+    /// Queue a verdict for one packet; `flush_verdicts` sends all queued verdicts in one
+    /// datagram.
     pub fn verdict(&mut self, id: u32, verdict: u32) {
+        self.put_verdict(NFQNL_MSG_VERDICT, id, verdict);
+    }
+
+    /// Queue one verdict for every packet still in the kernel's queue with an id up to and
+    /// including `last_id` (NFQNL_MSG_VERDICT_BATCH). The kernel keeps its queue in id order
+    /// and walks it from the oldest packet, stopping at the first later id, so this is exact
+    /// when the caller has already given its verdict to every earlier packet it wants treated
+    /// differently (verdicts are applied in the order they were queued).
+    pub fn verdict_through(&mut self, last_id: u32, verdict: u32) {
+        self.put_verdict(NFQNL_MSG_VERDICT_BATCH, last_id, verdict);
+    }
+
+    fn put_verdict(&mut self, msg: u16, id: u32, verdict: u32) {
         let mut hdr = [0u8; 8];
         hdr[..4].copy_from_slice(&verdict.to_be_bytes());
         hdr[4..].copy_from_slice(&id.to_be_bytes());
         let start = put_header(
             &mut self.verdicts,
-            NFQNL_MSG_VERDICT,
+            msg,
             libc::NLM_F_REQUEST as u16,
             0,
             0,
@@ -359,12 +490,14 @@ impl NfQueue {
         );
         put_attr(&mut self.verdicts, NFQA_VERDICT_HDR, &hdr);
         finish(&mut self.verdicts, start);
+        self.syscalls.verdict_messages += 1;
     }
 
     pub fn flush_verdicts(&mut self) -> io::Result<()> {
         if self.verdicts.is_empty() {
             return Ok(());
         }
+        self.syscalls.verdict_sends += 1;
         let result = self.send(&self.verdicts);
         self.verdicts.clear();
         result
@@ -421,6 +554,21 @@ mod tests {
         assert_eq!(parse_packets(&buf, &mut out), Parsed::default());
         assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(out[1].head(), &[0x45, 0, 0, 84]);
+        assert_eq!(out[0].kernel_time_us, None);
+    }
+
+    #[test]
+    fn parses_the_kernel_timestamp() {
+        let mut buf = Vec::new();
+        let start = put_header(&mut buf, NFQNL_MSG_PACKET, 0, 0, 2, 0);
+        put_attr(&mut buf, NFQA_PACKET_HDR, &[0, 0, 0, 3, 8, 0, 1]);
+        let mut stamp = 1_700_000_000u64.to_be_bytes().to_vec();
+        stamp.extend_from_slice(&123_456u64.to_be_bytes());
+        put_attr(&mut buf, NFQA_TIMESTAMP, &stamp);
+        finish(&mut buf, start);
+        let mut out = Vec::new();
+        parse_packets(&buf, &mut out);
+        assert_eq!(out[0].kernel_time_us, Some(1_700_000_000_123_456));
     }
 
     #[test]

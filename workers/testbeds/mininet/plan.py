@@ -160,6 +160,29 @@ def trace_file_text(link: LinkPlan) -> str:
     return "".join(f"{t}\n" for t in link.trace_ms or [])
 
 
+# Linux's defaults in a fresh network namespace: tcp_rmem max 6 MiB, tcp_wmem max 4 MiB.
+TCP_BUFFER_DEFAULT_MAX_BYTES = 6 << 20
+TCP_BUFFER_CAP_BYTES = 1 << 30
+
+
+def tcp_buffer_max_bytes(plan: Plan) -> int:
+    """Socket buffer limit (tcp_rmem / tcp_wmem max) for the end hosts: 4x the most a flow can
+    have in flight (fastest link's rate x the longest base RTT, plus every link's buffer).
+    The kernel's defaults hold only ~3 MB of window (about half of a buffer is payload, the rest
+    skb overhead), which caps one flow near 600 Mbit/s at 40 ms RTT whatever the link does;
+    the seeds' flows are limited by congestion control, never by the receive window. Autotuning
+    still grows buffers only as far as each flow needs."""
+    one_way = sum(link.delay_s + link.jitter_s for link in plan.links)
+    one_way += max((flow.access_delay_s for flow in plan.flows), default=0.0)
+    fastest = max((link.rate_bps for link in plan.links), default=0.0)
+    queued = sum(
+        link.buffer_bytes if link.buffer_bytes is not None else (link.buffer_pkts or 0) * 1500
+        for link in plan.links
+    )
+    in_flight = fastest / 8 * 2 * one_way + queued
+    return int(min(TCP_BUFFER_CAP_BYTES, max(TCP_BUFFER_DEFAULT_MAX_BYTES, 4 * in_flight)))
+
+
 @dataclass(frozen=True)
 class ControllerPlan:
     """A BPF congestion controller the worker registers for the run (workers/bpf.py)."""

@@ -35,6 +35,7 @@ from workers.testbeds.mininet.plan import (  # noqa: E402
     emulator_args,
     receiver_command,
     sender_command,
+    tcp_buffer_max_bytes,
     trace_file_text,
 )
 from workers.testbeds.mininet.probe import probe_host  # noqa: E402
@@ -214,8 +215,19 @@ class Sandbox:
                 )
         for router in self.topo.routers:
             self.run(router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        self.size_tcp_buffers()
         for route in self.topo.routes:
             self.run(route.node, "ip", "route", "add", route.destination, "via", route.via)
+
+    def size_tcp_buffers(self) -> None:
+        """Let the end hosts' TCP buffers grow to what the path can hold (plan.py:
+        tcp_buffer_max_bytes); the minimum and initial sizes stay the kernel's."""
+        limit = tcp_buffer_max_bytes(self.plan)
+        for host in [*self.topo.senders, *self.topo.receivers]:
+            for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+                low, initial, _ = self.run(host, "sysctl", "-n", key).split()
+                self.run(host, "sysctl", "-qw", f"{key}={low} {initial} {limit}")
+        self.provenance["tcp_buffer_max_bytes"] = limit
 
     def shape(self) -> None:
         if self.provenance["link_mechanism"] == "emulator":
@@ -238,9 +250,15 @@ class Sandbox:
                 f.direction == "reverse" and f.entry <= j < f.exit for f in self.plan.flows
             )
             out = str(self.run_dir)
-            forward = [binary, *emulator_args(b, j, 2 * j, self.plan.seed, out, forward=True)]
+            # A packet an access delay line held on this router carries the kernel timestamp
+            # of its receipt (non-TCP packets): time arrivals on reading instead.
+            arrival = (["--arrival-time", "read"]
+                       if any(f.access_delay_s > 0 for f in self.plan.flows) else [])  # fmt: skip
+            forward = [binary, *emulator_args(b, j, 2 * j, self.plan.seed, out, forward=True),
+                       *arrival]  # fmt: skip
             reverse = [binary, *emulator_args(b, j, 2 * j + 1, self.plan.seed, out,
-                                              forward=False, symmetric=symmetric)]  # fmt: skip
+                                              forward=False, symmetric=symmetric),
+                       *arrival]  # fmt: skip
             self.start(router, f"ccbench-link {j} forward", *forward, ready='"ready"')
             self.start(router, f"ccbench-link {j} reverse", *reverse, ready='"ready"')
             for queue, match in ((2 * j, "-o"), (2 * j + 1, "-i")):
