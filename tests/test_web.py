@@ -180,6 +180,19 @@ def wait_for_url(driver: Any, expected: str, timeout_s: float = 30) -> None:
         time.sleep(0.1)
 
 
+def drawn_figures(driver: Any) -> dict[str, int]:
+    """Title of every figure Plotly drew on the page, with the number of points of its first
+    trace as drawn in the SVG (a step line is one path: its vertices are counted)."""
+    return dict(
+        driver.execute_script(
+            "return Array.from(document.querySelectorAll('.js-plotly-plot')).map(f => ["
+            "  f.querySelector('.gtitle') ? f.querySelector('.gtitle').textContent : '',"
+            "  (f.querySelector('.scatterlayer .trace .js-line') || {getAttribute: () => ''})"
+            "    .getAttribute('d').split(/[MLHV]/).length - 1])"
+        )
+    )
+
+
 def console_errors(driver: Any) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -207,6 +220,8 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
     env = embedded_env(tmp_path / "state", port)
     base = yaml.safe_load((REPO_ROOT / "schemas/examples/dumbbell-reno-vs-cubic.yaml").read_text())
     base["duration"] = "4s"
+    # Flow 0 runs the BPF Vegas controller, so the run page also has its internal state trace.
+    base["flows"][0] = {"algorithm": "vegas", "runtime": "bpf"}
     spec = {
         "schema_version": 1,
         "kind": "matrix",
@@ -244,11 +259,23 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         assert console_errors(driver) == []
 
         driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
-        wait_for_figures(driver, 6)
-        assert drawn_traces(driver, "figure-1") == ["flow 0 reno", "flow 1 cubic"]  # goodput
+        # goodput, cwnd, RTT, RTT vs cwnd, queue, Jain's index, then one figure per variable
+        # of Vegas's state trace (diff, base_rtt_us, round_min_rtt_us)
+        wait_for_figures(driver, 9)
+        assert drawn_traces(driver, "figure-1") == ["flow 0 vegas", "flow 1 cubic"]  # goodput
         assert "flow 1 cubic ssthresh" in drawn_traces(driver, "figure-2")  # cwnd
-        assert drawn_traces(driver, "figure-4") == ["flow 0 reno", "flow 1 cubic"]  # rtt-cwnd
+        assert drawn_traces(driver, "figure-4") == ["flow 0 vegas", "flow 1 cubic"]  # rtt-cwnd
         assert drawn_traces(driver, "figure-5")[0] == "queue"
+        figures = drawn_figures(driver)
+        state = {title: points for title, points in figures.items() if "state" in title}
+        assert set(state) == {
+            "controller state: diff",
+            "controller state: base_rtt_us",
+            "controller state: round_min_rtt_us",
+        }, state
+        # Vegas traces once per round trip (~100 rounds of 40 ms in 4 s), drawn as steps
+        # (175 vertices per figure measured).
+        assert all(points > 50 for points in state.values()), state
         checks = driver.find_elements(By.CSS_SELECTOR, "#checks tr")
         assert any("delay" in row.text for row in checks)
         assert console_errors(driver) == []

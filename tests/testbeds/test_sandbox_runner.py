@@ -8,11 +8,14 @@ import dataclasses
 import json
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from ccbench.analysis.packetlog import read_packet_log
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
 from workers.testbeds.mininet.plan import (
@@ -273,6 +276,51 @@ def test_emulator_killed_alone_mid_run_fails_the_run_and_leaves_nothing(tmp_path
     assert "ccbench-link" in result.describe() and "-9" in result.describe(), result.describe()
     assert "during the run" in result.describe()
     assert max(progress) < 10, progress
+    assert leftovers(before, tmp_path) == []
+
+
+@pytest.mark.root
+def test_concurrent_runs_do_not_interfere(tmp_path: Path) -> None:
+    """Two emulated dumbbells at once on this host (as a worker with concurrency 2 runs them):
+    10 Mbit/s with reno + cubic and a 33-packet buffer, 20 Mbit/s with one cubic flow and a
+    66-packet buffer. Each delivers its own rate, holds its own buffer limit, and its
+    emulator's packet log holds its own flows only (the two sandboxes use the same addresses
+    and NFQUEUE numbers, each in its own network namespaces)."""
+    before = HostState.capture()
+    duration = 6.0
+    slow = dataclasses.replace(dumbbell(tmp_path / "slow", duration, "emulator"), run_id="slow")
+    fast = dataclasses.replace(
+        dumbbell(tmp_path / "fast", duration, "emulator", algorithms=("cubic",)),
+        run_id="fast",
+        links=[LinkPlan(2 * RATE_BPS, DELAY_S, buffer_pkts=2 * BUFFER_PKTS, buffer_bytes=None)],
+    )
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [
+            pool.submit(run_sandbox, plan, lambda e: None, lambda: False, 60)
+            for plan in (slow, fast)
+        ]
+        results = [future.result() for future in futures]
+    for plan, result in zip((slow, fast), results, strict=True):
+        run_dir = Path(plan.run_dir)
+        assert result.status == "done", (plan.run_id, result.describe())
+        t0 = float(json.loads((run_dir / "provenance.json").read_text())["start_ts"])
+        start, end = t0 + SKIP_S, t0 + duration - 0.5
+        received = sum(
+            r["bytes"]
+            for flow in plan.flows
+            for r in lines(run_dir / f"flow-{flow.index}.recv.jsonl")
+            if r["type"] == "recv" and start < r["ts"] <= end
+        )
+        rate = plan.links[0].rate_bps
+        assert received * 8 / (end - start) == pytest.approx(rate * PAYLOAD, rel=0.05), plan.run_id
+        stats = json.loads((run_dir / "link-0-data.json").read_text())
+        assert stats["max_qlen_pkts"] <= (plan.links[0].buffer_pkts or 0), plan.run_id
+        _, log = read_packet_log(run_dir / "link-0-data.bin")
+        data = np.asarray(log)[np.asarray(log)["len"] > 1000]
+        senders = {int(port) for port in np.unique(data["sport"])}
+        print(f"{plan.run_id}: goodput {received * 8 / (end - start) / 1e6:.2f} Mbit/s, "
+              f"max queue {stats['max_qlen_pkts']} packets, senders {sorted(senders)}")  # fmt: skip
+        assert len(senders) == len(plan.flows), (plan.run_id, senders)
     assert leftovers(before, tmp_path) == []
 
 
