@@ -3,186 +3,44 @@
 //! flow its constant rate, a fixed-size flow exactly its size and then ends on its own.
 //! Needs root; skipped (with a message) otherwise.
 
+mod common;
+
 use ccbench_common::traffic::{OnOff, Traffic};
+use common::{lines, skip_unless_root, Pair, Running, TempFile, AGENT};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const AGENT: &str = env!("CARGO_BIN_EXE_ccbench-agent");
+/// Names this file's namespaces and temporary files.
+const PREFIX: &str = "ccbm";
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+/// Start a receiver on 10.78.0.1:5001 logging every 10 ms, once it is listening.
+fn start_recv(pair: &Pair, out: &TempFile) -> Running {
+    let (recv, first) = pair.start_recv("10.78.0.1:5001", out, "10");
+    assert!(first.contains("\"listening\""), "{first}");
+    recv
 }
 
-fn sh(args: &[&str]) {
-    let status = Command::new(args[0]).args(&args[1..]).status().unwrap();
-    assert!(status.success(), "{args:?} failed");
-}
-
-/// Two namespaces joined by a veth pair, 10.78.0.1 (receiver) <-> 10.78.0.2 (sender);
-/// deleted on drop, which also removes the veth pair and any qdisc on it.
-struct Pair {
-    receiver: String,
-    sender: String,
-}
-
-impl Pair {
-    fn new(tag: &str) -> Pair {
-        let id = std::process::id();
-        let pair = Pair {
-            receiver: format!("ccbm-{tag}-r-{id}"),
-            sender: format!("ccbm-{tag}-s-{id}"),
-        };
-        sh(&["ip", "netns", "add", &pair.receiver]);
-        sh(&["ip", "netns", "add", &pair.sender]);
-        sh(&[
-            "ip",
-            "link",
-            "add",
-            "vr",
-            "netns",
-            &pair.receiver,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "vs",
-            "netns",
-            &pair.sender,
-        ]);
-        for (ns, dev, addr) in [
-            (&pair.receiver, "vr", "10.78.0.1/24"),
-            (&pair.sender, "vs", "10.78.0.2/24"),
-        ] {
-            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
-            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-        }
-        pair
-    }
-
-    fn exec(&self, ns: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", ns]).args(args);
-        cmd
-    }
-
-    /// Start a receiver on 10.78.0.1:5001 logging every 10 ms, once it is listening.
-    fn start_recv(&self, out: &Path) -> Running {
-        let mut recv = Running(Some(
-            self.exec(
-                &self.receiver,
-                &[
-                    AGENT,
-                    "recv",
-                    "--listen",
-                    "10.78.0.1:5001",
-                    "--out",
-                    out.to_str().unwrap(),
-                    "--interval-ms",
-                    "10",
-                ],
-            )
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-        ));
-        let mut first = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(recv.child().stdout.as_mut().unwrap()),
-            &mut first,
-        )
-        .unwrap();
-        assert!(first.contains("\"listening\""), "{first}");
-        recv
-    }
-
-    /// A `send` in the sender namespace with the common flags plus `extra`.
-    fn send(&self, out: &Path, flow: u32, duration_s: &str, extra: &[&str]) -> Command {
-        let flow = flow.to_string();
-        let mut args = vec![
-            AGENT,
-            "send",
-            "--dst",
-            "10.78.0.1:5001",
-            "--cc",
-            "reno",
-            "--duration-s",
-            duration_s,
-            "--flow-id",
-            &flow,
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        self.exec(&self.sender, &args)
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.receiver])
-            .status();
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.sender])
-            .status();
-    }
-}
-
-/// A child process that is killed when dropped, so a failing test leaves nothing running.
-struct Running(Option<Child>);
-
-impl Running {
-    fn child(&mut self) -> &mut Child {
-        self.0.as_mut().unwrap()
-    }
-
-    /// SIGTERM, then the exit status.
-    fn terminate(mut self) -> std::process::ExitStatus {
-        let mut child = self.0.take().unwrap();
-        // SAFETY: plain kill(2) on our child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        child.wait().unwrap()
-    }
-
-    fn wait(mut self) -> std::process::ExitStatus {
-        self.0.take().unwrap().wait().unwrap()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// A temporary file, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str) -> TempFile {
-        TempFile(std::env::temp_dir().join(format!("ccbm-{}-{name}", std::process::id())))
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A `send` in the sender namespace with the common flags plus `extra`.
+fn send(pair: &Pair, out: &TempFile, flow: u32, duration_s: &str, extra: &[&str]) -> Command {
+    let flow = flow.to_string();
+    let mut args = vec![
+        AGENT,
+        "send",
+        "--dst",
+        "10.78.0.1:5001",
+        "--cc",
+        "reno",
+        "--duration-s",
+        duration_s,
+        "--flow-id",
+        &flow,
+        "--out",
+        out.arg(),
+    ];
+    args.extend_from_slice(extra);
+    pair.exec(&pair.sender, &args)
 }
 
 fn summary(path: &Path) -> Value {
@@ -211,13 +69,12 @@ fn assert_close(what: &str, measured: f64, expected: f64, relative: f64) {
 
 #[test]
 fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces)");
+    if skip_unless_root() {
         return;
     }
-    let pair = Pair::new("rate");
-    let recv_out = TempFile::new("rate-recv.jsonl");
-    let recv = pair.start_recv(&recv_out.0);
+    let pair = Pair::new(PREFIX, "rate");
+    let recv_out = TempFile::new(PREFIX, "rate-recv.jsonl");
+    let recv = start_recv(&pair, &recv_out);
     // Three on/off sources (shape 2.5, 10 ms ON / 20 ms OFF on average, 8 Mbit/s while ON:
     // 2.67 Mbit/s each in the long run; about 330 cycles each in 10 s) and one 4 Mbit/s CBR
     // flow, sharing the unshaped veth pair (far faster than their sum).
@@ -227,17 +84,18 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
     let seeds = [1u64, 2, 3];
     let onoff_outs: Vec<TempFile> = seeds
         .iter()
-        .map(|seed| TempFile::new(&format!("onoff-{seed}.jsonl")))
+        .map(|seed| TempFile::new(PREFIX, &format!("onoff-{seed}.jsonl")))
         .collect();
-    let cbr_out = TempFile::new("cbr.jsonl");
+    let cbr_out = TempFile::new(PREFIX, "cbr.jsonl");
     let mut senders: Vec<Running> = seeds
         .iter()
         .zip(&onoff_outs)
         .map(|(seed, out)| {
             let flow = *seed as u32;
             let seed = seed.to_string();
-            let mut cmd = pair.send(
-                &out.0,
+            let mut cmd = send(
+                &pair,
+                out,
                 flow,
                 "10",
                 &[
@@ -255,18 +113,15 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
                     &seed,
                 ],
             );
-            Running(Some(cmd.spawn().unwrap()))
+            Running::spawn(&mut cmd)
         })
         .collect();
-    senders.push(Running(Some(
-        pair.send(
-            &cbr_out.0,
-            9,
-            "10",
-            &["--traffic", "cbr", "--rate-bps", "4000000"],
-        )
-        .spawn()
-        .unwrap(),
+    senders.push(Running::spawn(&mut send(
+        &pair,
+        &cbr_out,
+        9,
+        "10",
+        &["--traffic", "cbr", "--rate-bps", "4000000"],
     )));
     for sender in senders {
         assert!(sender.wait().success());
@@ -274,7 +129,7 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
     assert!(recv.terminate().success());
 
     // The receiver numbers connections in accept order; match them by the summaries' totals.
-    let mut received = received_per_conn(&recv_out.0);
+    let mut received = received_per_conn(recv_out.path());
     assert_eq!(received.len(), 4, "{received:?}");
     let mut take_closest = |acked: u64| -> u64 {
         let index = (0..received.len())
@@ -285,7 +140,7 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
 
     let mut onoff_goodputs = Vec::new();
     for (seed, out) in seeds.iter().zip(&onoff_outs) {
-        let summary = summary(&out.0);
+        let summary = summary(out.path());
         assert_eq!(summary["traffic"], "onoff");
         assert_eq!(summary["completed"], false);
         let ran_s = summary["end_ts"].as_f64().unwrap() - summary["start_ts"].as_f64().unwrap();
@@ -328,7 +183,7 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
         0.10,
     );
 
-    let summary = summary(&cbr_out.0);
+    let summary = summary(cbr_out.path());
     assert_eq!(summary["traffic"], "cbr");
     let got = take_closest(summary["bytes_acked"].as_u64().unwrap());
     assert_close("cbr goodput", got as f64 * 8.0 / duration_s, 4e6, 0.02);
@@ -341,46 +196,33 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
 
 #[test]
 fn fixed_size_flow_delivers_exactly_its_size_and_ends_early() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces)");
+    if skip_unless_root() {
         return;
     }
-    let pair = Pair::new("fixed");
+    let pair = Pair::new(PREFIX, "fixed");
     // 20 Mbit/s htb bottleneck with a 50-packet drop-tail buffer, sender to receiver.
-    let ns = pair.sender.clone();
-    sh(&[
-        "ip", "netns", "exec", &ns, "tc", "qdisc", "add", "dev", "vs", "root", "handle", "1:",
-        "htb", "default", "1",
-    ]);
-    sh(&[
-        "ip", "netns", "exec", &ns, "tc", "class", "add", "dev", "vs", "parent", "1:", "classid",
-        "1:1", "htb", "rate", "20mbit", "burst", "15140", "cburst", "15140",
-    ]);
-    sh(&[
-        "ip", "netns", "exec", &ns, "tc", "qdisc", "add", "dev", "vs", "parent", "1:1", "handle",
-        "10:", "pfifo", "limit", "50",
-    ]);
-    let recv_out = TempFile::new("fixed-recv.jsonl");
-    let send_out = TempFile::new("fixed-send.jsonl");
-    let recv = pair.start_recv(&recv_out.0);
+    pair.shape("20mbit", "50");
+    let recv_out = TempFile::new(PREFIX, "fixed-recv.jsonl");
+    let send_out = TempFile::new(PREFIX, "fixed-send.jsonl");
+    let recv = start_recv(&pair, &recv_out);
     let size: u64 = 3_000_000;
     let started = Instant::now();
-    let status = pair
-        .send(
-            &send_out.0,
-            0,
-            "30",
-            &["--traffic", "fixed", "--size-bytes", &size.to_string()],
-        )
-        .status()
-        .unwrap();
+    let status = send(
+        &pair,
+        &send_out,
+        0,
+        "30",
+        &["--traffic", "fixed", "--size-bytes", &size.to_string()],
+    )
+    .status()
+    .unwrap();
     let wall = started.elapsed();
     assert!(status.success());
     // The sender closed normally; give the receiver a moment to read the FIN.
     std::thread::sleep(Duration::from_millis(200));
     assert!(recv.terminate().success());
 
-    let summary = summary(&send_out.0);
+    let summary = summary(send_out.path());
     assert_eq!(summary["traffic"], "fixed");
     assert_eq!(summary["completed"], true);
     assert_eq!(summary["bytes_offered"], size);
@@ -390,6 +232,6 @@ fn fixed_size_flow_delivers_exactly_its_size_and_ends_early() {
     assert!((1.2..3.0).contains(&fct), "flow completion time {fct} s");
     assert!(wall < Duration::from_secs(5), "sender ran {wall:?}");
     // Exactly the size arrived, on one connection that the sender closed.
-    assert_eq!(received_per_conn(&recv_out.0), vec![size]);
+    assert_eq!(received_per_conn(recv_out.path()), vec![size]);
     eprintln!("fixed {size} bytes: flow completion time {fct:.3} s");
 }

@@ -239,7 +239,7 @@ impl Controller for Aaimd {
 mod tests {
     use super::*;
     use crate::harness::{Link, Report, Sim};
-    use crate::test_util::config;
+    use crate::test_support::config;
     use std::time::Duration;
 
     #[test]

@@ -3,107 +3,33 @@
 //! MSS/RE (eq. 5). alpha > 1 breaks the positive feedback between pacing and the estimate that
 //! stalls Paced Westwood (§III-C.1, §V-B). Outside slow start the sender is not paced; before
 //! the first BSE sample the rate is cwnd·MSS/SRTT (not scaled by alpha). The seed's evaluation
-//! uses alpha = 2.0 (Fig. 6), the default. Shared parts in `westwood_common` (kernel version:
-//! agents/kernel/bpf/alpha_paced_westwood.bpf.c). Tunables: alpha, bse_gain, bse_sample_min.
+//! uses alpha = 2.0 (Fig. 6), the default. The implementation is `paced_westwood`'s, with alpha
+//! a tunable (kernel version: agents/kernel/bpf/alpha_paced_westwood.bpf.c). Tunables: alpha,
+//! bse_gain, bse_sample_min.
 
-use crate::params::Params;
-use crate::westwood_common::{BseParams, WestwoodCore};
-use crate::{Ack, Config, ConfigError, CongestionEvent, Controller, Recovery, Time};
+use crate::paced_westwood::{Alpha, PacedWestwood};
+use crate::{Config, ConfigError};
 
-pub struct AlphaPacedWestwood {
-    core: WestwoodCore,
-    alpha: f64,
-}
-
-impl AlphaPacedWestwood {
-    pub fn new(config: &Config) -> Result<AlphaPacedWestwood, ConfigError> {
-        let mut p = Params::new("alpha_paced_westwood", config);
-        let bse = BseParams::from_params(&mut p)?;
-        let alpha = p.real("alpha", 2.0, 0.125, 16.0)?;
-        p.finish()?;
-        Ok(AlphaPacedWestwood {
-            core: WestwoodCore::new(bse, config.mss, Some(alpha)),
-            alpha,
-        })
-    }
-
-    pub fn core(&self) -> &WestwoodCore {
-        &self.core
-    }
-
-    pub fn alpha(&self) -> f64 {
-        self.alpha
-    }
-}
-
-impl Controller for AlphaPacedWestwood {
-    fn id(&self) -> &'static str {
-        "alpha_paced_westwood"
-    }
-
-    fn recovery(&self) -> Recovery {
-        Recovery::NewReno
-    }
-
-    fn on_ack(&mut self, ack: &Ack) {
-        self.core.on_ack(ack);
-    }
-
-    fn on_congestion_event(&mut self, _event: &CongestionEvent) {
-        self.core.on_congestion_event();
-    }
-
-    fn on_timeout(&mut self, _now: Time) {
-        self.core.on_timeout();
-    }
-
-    fn cwnd(&self) -> f64 {
-        self.core.cwnd()
-    }
-
-    fn ssthresh(&self) -> f64 {
-        self.core.ssthresh()
-    }
-
-    fn pacing_rate(&self) -> Option<f64> {
-        self.core.pacing_rate()
-    }
-
-    fn state_names(&self) -> &'static [&'static str] {
-        &["bse_bps", "rtt_min_us", "pacing_rate_bps"]
-    }
-
-    fn state_values(&self, out: &mut [f64]) {
-        self.core.state_values(out);
-    }
+/// alpha-paced Westwood: alpha a tunable, 2 by default (seed 003 §III-C.2, Fig. 6).
+pub fn new(config: &Config) -> Result<PacedWestwood, ConfigError> {
+    PacedWestwood::new(
+        "alpha_paced_westwood",
+        Alpha::Tunable { default: 2.0 },
+        config,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::harness::{Link, Sim};
-    use crate::test_support::{check_paced_gaps, Watched};
-    use std::collections::BTreeMap;
+    use crate::test_support::{check_paced_gaps, config, Watched};
     use std::time::Duration;
-
-    fn config(alpha: Option<f64>) -> Config {
-        Config {
-            mss: 1000,
-            params: alpha
-                .map(|a| ("alpha".to_string(), a))
-                .into_iter()
-                .collect::<BTreeMap<_, _>>(),
-            seed: 0,
-        }
-    }
 
     #[test]
     fn slow_start_is_paced_at_alpha_times_bse() {
         for alpha in [2.0, 1.5] {
-            let watched = Watched::new(
-                AlphaPacedWestwood::new(&config(Some(alpha))).unwrap(),
-                |_, _| (),
-            );
+            let watched = Watched::new(new(&config(&[("alpha", alpha)])).unwrap(), |_, _| ());
             let (_, departures, _) = watched.handles();
             let report = Sim::new(Link::mbit(1.5, Duration::from_millis(140), 10))
                 .per_ack_samples(true)
@@ -147,7 +73,7 @@ mod tests {
 
     #[test]
     fn alpha_out_of_range_is_refused() {
-        let err = AlphaPacedWestwood::new(&config(Some(0.0))).err().unwrap();
+        let err = new(&config(&[("alpha", 0.0)])).err().unwrap();
         assert!(err.0.contains("params.alpha"), "{err}");
     }
 }
@@ -155,17 +81,14 @@ mod tests {
 #[cfg(test)]
 mod seed_comparison {
     use crate::harness::{Link, Sim};
+    use crate::test_support::config;
     use std::time::Duration;
 
     #[test]
     fn outperforms_newreno_paced_or_not_in_small_buffers() {
         // Seed 003 §IV-B/§V: 1.5 Mbit/s, 280 ms of propagation RTT (a pipe of ~53 packets of
         // 1000 bytes), buffers well below a third of the pipe (eq. 1's double slow start).
-        let config = crate::Config {
-            mss: 1000,
-            params: Default::default(),
-            seed: 0,
-        };
+        let config = config(&[]);
         let ids = [
             "newreno",
             "paced_newreno",

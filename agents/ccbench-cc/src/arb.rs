@@ -325,19 +325,8 @@ impl Controller for Arb {
 mod tests {
     use super::*;
     use crate::harness::{Flow, Link, Sim};
+    use crate::test_support::config;
     use crate::westwood::Westwood;
-    use std::collections::BTreeMap;
-
-    fn config(params: &[(&str, f64)]) -> Config {
-        Config {
-            mss: 1000,
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect::<BTreeMap<_, _>>(),
-            seed: 0,
-        }
-    }
 
     fn ms(v: f64) -> Duration {
         Duration::from_secs_f64(v / 1000.0)

@@ -157,7 +157,7 @@ impl Controller for Bfa {
 mod tests {
     use super::*;
     use crate::harness::{Link, Report, Sim};
-    use crate::test_util::config;
+    use crate::test_support::config;
     use std::time::Duration;
 
     #[test]

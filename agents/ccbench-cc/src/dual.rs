@@ -166,7 +166,7 @@ impl Controller for Dual {
 mod tests {
     use super::*;
     use crate::harness::{EventKind, Link, Sim};
-    use crate::test_util::config;
+    use crate::test_support::config;
     use std::time::Duration;
 
     #[test]

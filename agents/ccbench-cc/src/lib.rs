@@ -25,8 +25,6 @@ pub mod dual;
 pub mod newreno;
 pub mod reno;
 pub mod tahoe;
-#[cfg(test)]
-mod test_util;
 pub mod vegas;
 pub mod window;
 
@@ -226,8 +224,8 @@ pub fn new_controller(id: &str, config: &Config) -> Result<Box<dyn Controller>, 
         "arb" => Box::new(arb::Arb::new(config)?),
         "westwood" => Box::new(westwood::Westwood::new(config)?),
         "paced_newreno" => Box::new(paced_newreno::PacedNewReno::new(config)?),
-        "paced_westwood" => Box::new(paced_westwood::PacedWestwood::new(config)?),
-        "alpha_paced_westwood" => Box::new(alpha_paced_westwood::AlphaPacedWestwood::new(config)?),
+        "paced_westwood" => Box::new(paced_westwood::new(config)?),
+        "alpha_paced_westwood" => Box::new(alpha_paced_westwood::new(config)?),
         "tfrc" => Box::new(tfrc::Tfrc::new(config)?),
         _ => {
             return Err(ConfigError(format!(

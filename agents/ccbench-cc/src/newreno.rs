@@ -13,7 +13,7 @@ pub fn new(config: &Config) -> Result<StandardTcp, ConfigError> {
 mod tests {
     use super::*;
     use crate::harness::{Flow, Link, Sim};
-    use crate::test_util::config;
+    use crate::test_support::config;
     use std::time::Duration;
 
     // A buffer of 1000 packets: slow start reaches the injected losses without tail drops.

@@ -82,19 +82,11 @@ impl Controller for PacedNewReno {
 mod tests {
     use super::*;
     use crate::harness::{Link, Sim};
-    use crate::test_support::{check_paced_gaps, Watched};
-
-    fn config() -> Config {
-        Config {
-            mss: 1000,
-            params: Default::default(),
-            seed: 0,
-        }
-    }
+    use crate::test_support::{check_paced_gaps, config, Watched};
 
     #[test]
     fn every_packet_after_the_first_rtt_is_paced_at_cwnd_over_srtt() {
-        let watched = Watched::new(PacedNewReno::new(&config()).unwrap(), |_, _| ());
+        let watched = Watched::new(PacedNewReno::new(&config(&[])).unwrap(), |_, _| ());
         let (_, departures, _) = watched.handles();
         let report = Sim::new(Link::mbit(1.5, Duration::from_millis(140), 10))
             .per_ack_samples(true)
@@ -136,7 +128,7 @@ mod tests {
 
     #[test]
     fn rate_is_cwnd_over_srtt() {
-        let mut c = PacedNewReno::new(&config()).unwrap();
+        let mut c = PacedNewReno::new(&config(&[])).unwrap();
         let rtt = Duration::from_millis(100);
         let ack = |now: u64, seq: u64| Ack {
             now: Duration::from_millis(now),

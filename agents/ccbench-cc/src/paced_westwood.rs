@@ -4,38 +4,73 @@
 //! recovery) the sender is not paced; before the first BSE sample the rate is cwnd·MSS/SRTT.
 //! The seed reports that this variant under-performs because pacing at an under-estimated BSE
 //! spaces the ACKs further and lowers the next BSE (positive feedback); alpha_paced_westwood is
-//! its correction. Shared parts in `westwood_common` (kernel version:
-//! agents/kernel/bpf/paced_westwood.bpf.c). Tunables: bse_gain, bse_sample_min.
+//! its correction. Tunables: bse_gain, bse_sample_min.
+//!
+//! `PacedWestwood` is the one implementation of both paced variants, which differ only in
+//! alpha (pacing at RE = alpha·BSE, eq. 4-5): 1 here, a tunable for alpha_paced_westwood
+//! (§III-C.2), as agents/kernel/bpf/paced_westwood_common.h is for the BPF versions. Shared
+//! parts with unpaced Westwood in `westwood_common` (kernel version:
+//! agents/kernel/bpf/paced_westwood.bpf.c).
 
 use crate::params::Params;
 use crate::westwood_common::{BseParams, WestwoodCore};
 use crate::{Ack, Config, ConfigError, CongestionEvent, Controller, Recovery, Time};
 
-/// alpha = 1: pace at BSE itself.
-const PACED_WESTWOOD_ALPHA: f64 = 1.0;
+/// Where a paced variant's alpha comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Alpha {
+    /// A constant, not a tunable (Paced Westwood: 1).
+    Fixed(f64),
+    /// The tunable `alpha` with this default (alpha-paced Westwood: 2).
+    Tunable { default: f64 },
+}
 
+/// Paced Westwood (seed 003 §III-C.1): alpha = 1, pace at BSE itself.
+pub fn new(config: &Config) -> Result<PacedWestwood, ConfigError> {
+    PacedWestwood::new("paced_westwood", Alpha::Fixed(1.0), config)
+}
+
+/// TCP Westwood paced in slow start at alpha·BSE.
 pub struct PacedWestwood {
+    id: &'static str,
+    alpha: f64,
     core: WestwoodCore,
 }
 
 impl PacedWestwood {
-    pub fn new(config: &Config) -> Result<PacedWestwood, ConfigError> {
-        let mut p = Params::new("paced_westwood", config);
+    /// `id` is the algorithm id this variant serves (its tunables are read under that name).
+    pub fn new(
+        id: &'static str,
+        alpha: Alpha,
+        config: &Config,
+    ) -> Result<PacedWestwood, ConfigError> {
+        let mut p = Params::new(id, config);
         let bse = BseParams::from_params(&mut p)?;
+        let alpha = match alpha {
+            Alpha::Fixed(alpha) => alpha,
+            // Range as schemas/algorithms.py declares it.
+            Alpha::Tunable { default } => p.real("alpha", default, 0.125, 16.0)?,
+        };
         p.finish()?;
         Ok(PacedWestwood {
-            core: WestwoodCore::new(bse, config.mss, Some(PACED_WESTWOOD_ALPHA)),
+            id,
+            alpha,
+            core: WestwoodCore::new(bse, config.mss, Some(alpha)),
         })
     }
 
     pub fn core(&self) -> &WestwoodCore {
         &self.core
     }
+
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
 }
 
 impl Controller for PacedWestwood {
     fn id(&self) -> &'static str {
-        "paced_westwood"
+        self.id
     }
 
     fn recovery(&self) -> Recovery {
@@ -78,19 +113,10 @@ impl Controller for PacedWestwood {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alpha_paced_westwood::AlphaPacedWestwood;
     use crate::harness::{Flow, Link, Sim};
-    use crate::test_support::{check_paced_gaps, Watched};
+    use crate::test_support::{check_paced_gaps, config, Watched};
     use crate::westwood::Westwood;
     use std::time::Duration;
-
-    fn config() -> Config {
-        Config {
-            mss: 1000,
-            params: Default::default(),
-            seed: 0,
-        }
-    }
 
     /// Seed 003 §IV-B's single flow: 1.5 Mbit/s bottleneck, 280 ms of propagation RTT, and a
     /// small buffer (10 packets, about a fifth of the pipe).
@@ -103,7 +129,7 @@ mod tests {
         // Seed 003 §III-C.1: pacing at the estimate spaces the ACKs at the estimate, so the
         // first (small) estimate of the first window is never revised upwards. alpha > 1 is
         // the seed's cure (§III-C.2): alpha-paced Westwood on the same path is not stuck.
-        let watched = Watched::new(PacedWestwood::new(&config()).unwrap(), |_, _| ());
+        let watched = Watched::new(new(&config(&[])).unwrap(), |_, _| ());
         let (_, departures, _) = watched.handles();
         let report = Sim::new(satellite())
             .flow(Box::new(watched))
@@ -113,7 +139,9 @@ mod tests {
         let slow_start = departures.iter().filter(|d| d.cwnd < d.ssthresh).count();
         let paced_goodput = report.flows[0].goodput_bytes_per_s;
         let alpha = Sim::new(satellite())
-            .flow(Box::new(AlphaPacedWestwood::new(&config()).unwrap()))
+            .flow(Box::new(
+                crate::alpha_paced_westwood::new(&config(&[])).unwrap(),
+            ))
             .run(Duration::from_secs(60));
         let alpha_goodput = alpha.flows[0].goodput_bytes_per_s;
         println!(
@@ -140,7 +168,7 @@ mod tests {
     fn only_slow_start_is_paced() {
         // A loss at packet 40 ends the stalled slow start: Westwood's ssthresh, congestion
         // avoidance unpaced, and the window (not pacing) then drives the estimate up.
-        let watched = Watched::new(PacedWestwood::new(&config()).unwrap(), |_, _| ());
+        let watched = Watched::new(new(&config(&[])).unwrap(), |_, _| ());
         let (_, departures, _) = watched.handles();
         let report = Sim::new(satellite())
             .flow_with(Flow::new(Box::new(watched)).drop_first_transmission_of([40]))
@@ -173,7 +201,7 @@ mod tests {
     #[test]
     fn unpaced_westwood_sends_back_to_back_in_slow_start() {
         // The contrast that makes the test above meaningful: the same check fails unpaced.
-        let watched = Watched::new(Westwood::new(&config()).unwrap(), |_, _| ());
+        let watched = Watched::new(Westwood::new(&config(&[])).unwrap(), |_, _| ());
         let (_, departures, _) = watched.handles();
         Sim::new(satellite())
             .flow(Box::new(watched))

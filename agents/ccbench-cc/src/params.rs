@@ -170,18 +170,8 @@ pub fn declared_parameters(id: &str) -> Result<Vec<ParamSpec>, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::config;
     use std::collections::BTreeMap;
-
-    fn config(params: &[(&str, f64)]) -> Config {
-        Config {
-            mss: 1000,
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect::<BTreeMap<_, _>>(),
-            seed: 0,
-        }
-    }
 
     #[test]
     fn defaults_values_and_errors_name_the_parameter() {

@@ -86,7 +86,7 @@ impl Controller for StandardTcp {
 mod tests {
     use super::*;
     use crate::harness::{EventKind, Link, Sim};
-    use crate::test_util::config;
+    use crate::test_support::config;
     use std::time::Duration;
 
     /// 10 Mbit/s, 20 ms each way, 1000-byte packets: BDP 51 packets.

@@ -1,10 +1,24 @@
-//! Test-only: a controller wrapper that lets a test watch what the harness does with it (every
-//! departure, with the controller's outputs at that instant) and inspect the controller after
-//! the run, without changing the harness.
+//! Test-only helpers for the controllers' tests: `config` builds a `Config`; `Watched` is a
+//! controller wrapper that lets a test watch what the harness does with it (every departure,
+//! with the controller's outputs at that instant) and inspect the controller after the run,
+//! without changing the harness; `check_paced_gaps` checks the departures of a paced sender.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::{Ack, CongestionEvent, Controller, Feedback, Recovery, Sent, Time};
+use crate::{Ack, Config, CongestionEvent, Controller, Feedback, Recovery, Sent, Time};
+
+/// A `Config` of 1000-byte packets with these parameters.
+pub fn config(params: &[(&str, f64)]) -> Config {
+    Config {
+        mss: 1000,
+        params: params
+            .iter()
+            .map(|(name, value)| (name.to_string(), *value))
+            .collect::<BTreeMap<_, _>>(),
+        seed: 0,
+    }
+}
 
 /// One packet handed to the network, with the controller's outputs when it left.
 #[derive(Clone, Copy, Debug)]
@@ -159,4 +173,35 @@ pub fn check_paced_gaps(departures: &[Departure], mss: u32) -> (usize, f64) {
         checked += 1;
     }
     (checked, smallest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config;
+
+    /// `CCB_STATE_FIELDS("a,b")` of agents/kernel/bpf/<id>.bpf.c, named as the reports name
+    /// them (`<name>_x256` becomes `<name>`, workers/bpf_trace.py), or None without a BPF file.
+    fn bpf_state_fields(id: &str) -> Option<Vec<String>> {
+        let path = format!("{}/../kernel/bpf/{id}.bpf.c", env!("CARGO_MANIFEST_DIR"));
+        let source = std::fs::read_to_string(path).ok()?;
+        let start = source.find("CCB_STATE_FIELDS(\"")? + "CCB_STATE_FIELDS(\"".len();
+        let end = start + source[start..].find('"')?;
+        Some(
+            source[start..end]
+                .split(',')
+                .filter(|name| !name.is_empty())
+                .map(|name| name.trim_end_matches("_x256").to_string())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn state_names_match_the_bpf_traces() {
+        // The window-based controllers of this crate trace exactly the BPF versions' variables.
+        for id in ["reno", "bfa", "aaimd", "vegas", "dual"] {
+            let controller = crate::new_controller(id, &config(&[])).unwrap();
+            let bpf = bpf_state_fields(id).unwrap_or_else(|| panic!("no {id}.bpf.c"));
+            assert_eq!(controller.state_names(), bpf, "{id}");
+        }
+    }
 }

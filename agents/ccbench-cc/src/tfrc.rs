@@ -446,7 +446,6 @@ impl Controller for Tfrc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     /// Seed 004's Appendix written out again, independently of `padhye_rate_pps`, term by
     /// term as printed (packets per second).
@@ -474,14 +473,11 @@ mod tests {
         }
     }
 
+    /// The tests' usual `Config` with a seed of its own.
     fn config(params: &[(&str, f64)], seed: u64) -> Config {
         Config {
-            mss: 1000,
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect::<BTreeMap<_, _>>(),
             seed,
+            ..crate::test_support::config(params)
         }
     }
 

@@ -185,7 +185,7 @@ impl Controller for Vegas {
 mod tests {
     use super::*;
     use crate::harness::{Flow, Link, Sim};
-    use crate::test_util::config;
+    use crate::test_support::config;
     use std::time::Duration;
 
     #[test]

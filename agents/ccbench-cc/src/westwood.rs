@@ -78,15 +78,8 @@ impl Controller for Westwood {
 mod tests {
     use super::*;
     use crate::harness::{EventKind, Link, Sim};
+    use crate::test_support::config;
     use std::time::Duration;
-
-    fn config() -> Config {
-        Config {
-            mss: 1000,
-            params: Default::default(),
-            seed: 0,
-        }
-    }
 
     #[test]
     fn bse_converges_to_the_bottleneck_rate() {
@@ -95,7 +88,7 @@ mod tests {
         let link = Link::mbit(10.0, Duration::from_millis(20), 50);
         let report = Sim::new(link)
             .measure_from(Duration::from_secs(10))
-            .flow(Box::new(Westwood::new(&config()).unwrap()))
+            .flow(Box::new(Westwood::new(&config(&[])).unwrap()))
             .run(Duration::from_secs(40));
         let flow = &report.flows[0];
         let bse = flow.state_index("bse_bps");
@@ -127,7 +120,7 @@ mod tests {
     fn after_a_loss_ssthresh_is_bse_times_rtt_min_over_mss() {
         let link = Link::mbit(10.0, Duration::from_millis(20), 30);
         let report = Sim::new(link)
-            .flow(Box::new(Westwood::new(&config()).unwrap()))
+            .flow(Box::new(Westwood::new(&config(&[])).unwrap()))
             .run(Duration::from_secs(30));
         let flow = &report.flows[0];
         let events: Vec<_> = flow.congestion_events().collect();
