@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -236,14 +237,28 @@ def test_failing_sender_is_named_with_its_error(hosts: SshHosts, tmp_path: Path)
 
 
 def test_trial_timeout_is_reported_and_cleaned_up(hosts: SshHosts, tmp_path: Path) -> None:
+    """A trial whose play is killed (time limit) is cleaned up from outside: its agents and
+    directory are gone, while another trial on the same hosts at the same time goes on."""
     ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
-    trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "reno", 30)
-    with pytest.raises(ansible.PlaybookTimeout) as caught:
-        ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out", timeout_s=6)
-    assert "trial.yml did not finish within 6 s on hosts h1, h2" in str(caught.value)
+    other = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5002", "cubic", 15)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        concurrent = pool.submit(ansible.run_trial, hosts.as_dicts(), other, tmp_path / "other")
+        trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "reno", 30)
+        with pytest.raises(ansible.PlaybookTimeout) as caught:
+            ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out", timeout_s=6)
+        assert "trial.yml did not finish within 6 s on hosts h1, h2" in str(caught.value)
+        # The killed trial's cleanup happened while the other trial's flow was running.
+        assert len(agent_processes(str(hosts["h1"].prefix))) == 1, "the other sender is gone"
+        result = concurrent.result()
+    assert result.agents == {
+        "h1": {"flow-0.send": {"rc": 0, "stderr": ""}},
+        "h2": {"flow-0.recv": {"rc": 0, "stderr": ""}},
+    }
+    summary = read_jsonl(tmp_path / "other" / "flow-0.send.jsonl")[-1]
+    assert summary["type"] == "summary" and summary["end_ts"] - summary["start_ts"] > 14.8
     for name in ("h1", "h2"):
         assert agent_processes(str(hosts[name].prefix)) == []
-        assert not (hosts[name].prefix / "runs").exists()
+        assert list((hosts[name].prefix / "runs").iterdir()) == []
 
 
 def test_unreachable_host_is_named_and_the_others_are_left_clean(

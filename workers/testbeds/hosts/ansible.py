@@ -598,9 +598,10 @@ def run_trial(
             should_cancel=should_cancel,
         )
     except (PlaybookTimeout, PlaybookCancelled):
-        # The play was killed before its own `always`: stop the trial's agents from outside.
+        # The play was killed before its own `always`: stop this trial's agents from outside
+        # (only this trial's: another run may be using the same hosts).
         with contextlib.suppress(HostsError):
-            cleanup(parsed, on_log=on_log, timeout_s=CLEANUP_AFTER_KILL_S)
+            cleanup(parsed, on_log=on_log, timeout_s=CLEANUP_AFTER_KILL_S, trial_id=trial_id)
         raise
     start = float(play.facts.get("ccbench_trial_start_at", start_at))
     files = sorted(p for p in local.iterdir() if p.is_file())
@@ -613,13 +614,17 @@ def cleanup(
     uninstall: bool = False,
     on_log: LogFn | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    trial_id: str | None = None,
 ) -> PlayResult:
     """Stop every ccbench agent and link emulator of the hosts' installs and remove trial
-    directories (and the whole install with uninstall=True)."""
+    directories (and the whole install with uninstall=True); with trial_id, only that trial's
+    agents, router rules and directory."""
+    if trial_id is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", trial_id):
+        raise ValueError(f"trial_id: letters, digits, - and _ only, got {trial_id!r}")
     return run_playbook(
         "cleanup.yml",
         hosts,
-        {"ccbench_cleanup_uninstall": uninstall},
+        {"ccbench_cleanup_uninstall": uninstall, "ccbench_cleanup_trial": trial_id or ""},
         on_log=on_log,
         timeout_s=timeout_s,
     )
