@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ccbench.analysis.packetlog import read_packet_log, sender_key
-from ccbench.analysis.run import analyze_run
+from ccbench.analysis.run import RunAnalysis, analyze_run
 from ccbench.settings import REPO_ROOT, get_settings
 from schemas import ExperimentSpec
 from tests.hoststate import HostState
@@ -43,6 +43,16 @@ def run(spec: ExperimentSpec, run_dir: Path) -> tuple[SandboxResult, list[dict[s
     plan = plan_for_spec(spec, run_id="sandbox-test", out_dir=run_dir, settings=get_settings())
     result = run_sandbox(plan, on_event=events.append, should_cancel=lambda: False, deadline_s=60)
     return result, events
+
+
+def run_example(name: str, run_dir: Path) -> tuple[ExperimentSpec, RunAnalysis]:
+    """One of schemas/examples, shortened to 5 s (2 s skipped), run and analysed."""
+    raw = yaml.safe_load((REPO_ROOT / "schemas/examples" / name).read_text())
+    raw.update(duration="5s", measurement={"skip_start": "2s"})
+    spec = ExperimentSpec.model_validate(raw)
+    result, _ = run(spec, run_dir)
+    assert result.status == "done", result.describe()
+    return spec, analyze_run(run_dir, spec)
 
 
 def flows_through_each_link(run_dir: Path, spec: ExperimentSpec) -> dict[int, set[int]]:
@@ -197,12 +207,7 @@ def test_two_bottleneck_chain_with_cross_traffic(tmp_path: Path) -> None:
     """Seed 001 Fig. 13: the through flow is held to hop 1's 40 Mbit/s, the cross flow takes
     what is left of hop 2's 100 Mbit/s, and each flow sees its own path's RTT."""
     before = HostState.capture()
-    raw = yaml.safe_load((REPO_ROOT / "schemas/examples/two-bottleneck.yaml").read_text())
-    raw.update(duration="5s", measurement={"skip_start": "2s"})
-    spec = ExperimentSpec.model_validate(raw)
-    result, _ = run(spec, tmp_path)
-    assert result.status == "done", result.describe()
-    analysis = analyze_run(tmp_path, spec)
+    spec, analysis = run_example("two-bottleneck.yaml", tmp_path)
     checks = {c.name: c for c in analysis.summary.checks}
     assert checks["flow_rtts"].ok and checks["delay"].ok and checks["rate"].ok, checks
     through, cross = analysis.flows
@@ -227,13 +232,8 @@ def test_parking_lot_wires_each_flow_through_its_hops(tmp_path: Path) -> None:
     packets are in the logs of exactly the hops between its entry and exit routers, and the
     T1 hop's 1.5 Mbit/s is shared by all three flows."""
     before = HostState.capture()
-    raw = yaml.safe_load((REPO_ROOT / "schemas/examples/parking-lot.yaml").read_text())
-    raw.update(duration="5s", measurement={"skip_start": "2s"})
-    spec = ExperimentSpec.model_validate(raw)
-    result, _ = run(spec, tmp_path)
-    assert result.status == "done", result.describe()
+    spec, analysis = run_example("parking-lot.yaml", tmp_path)
     assert flows_through_each_link(tmp_path, spec) == {0: {0, 2}, 1: {0, 1, 2}, 2: {0, 1}}
-    analysis = analyze_run(tmp_path, spec)
     checks = {c.name: c for c in analysis.summary.checks}
     assert checks["flow_rtts"].ok and checks["rate"].ok, checks
     # The rate check holds the T1 hop to 1.5 Mbit/s while backlogged; over the 3 s measured,
