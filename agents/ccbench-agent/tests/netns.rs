@@ -31,25 +31,7 @@ fn bulk_flow_with_tcp_info_goodput_and_queue_samples() {
         &[AGENT, "qmon", "--dev", SENDER_DEV, "--out", q_out.arg()],
     ));
     let status = pair
-        .exec(
-            &pair.sender,
-            &[
-                AGENT,
-                "send",
-                "--dst",
-                "10.78.0.1:5001",
-                "--cc",
-                "reno",
-                "--duration-s",
-                "2",
-                "--interval-ms",
-                "10",
-                "--flow-id",
-                "4",
-                "--out",
-                send_out.arg(),
-            ],
-        )
+        .send(&send_out, 4, "2", &["--interval-ms", "10"])
         .status()
         .unwrap();
     assert!(status.success());

@@ -6,10 +6,9 @@
 mod common;
 
 use ccbench_common::traffic::{OnOff, Traffic};
-use common::{lines, skip_unless_root, Pair, Running, TempFile, AGENT};
+use common::{lines, skip_unless_root, Pair, Running, TempFile};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Names this file's namespaces and temporary files.
@@ -20,27 +19,6 @@ fn start_recv(pair: &Pair, out: &TempFile) -> Running {
     let (recv, first) = pair.start_recv("10.78.0.1:5001", out, "10");
     assert!(first.contains("\"listening\""), "{first}");
     recv
-}
-
-/// A `send` in the sender namespace with the common flags plus `extra`.
-fn send(pair: &Pair, out: &TempFile, flow: u32, duration_s: &str, extra: &[&str]) -> Command {
-    let flow = flow.to_string();
-    let mut args = vec![
-        AGENT,
-        "send",
-        "--dst",
-        "10.78.0.1:5001",
-        "--cc",
-        "reno",
-        "--duration-s",
-        duration_s,
-        "--flow-id",
-        &flow,
-        "--out",
-        out.arg(),
-    ];
-    args.extend_from_slice(extra);
-    pair.exec(&pair.sender, &args)
 }
 
 fn summary(path: &Path) -> Value {
@@ -93,8 +71,7 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
         .map(|(seed, out)| {
             let flow = *seed as u32;
             let seed = seed.to_string();
-            let mut cmd = send(
-                &pair,
+            let mut cmd = pair.send(
                 out,
                 flow,
                 "10",
@@ -116,8 +93,7 @@ fn on_off_and_cbr_flows_deliver_their_long_run_rates() {
             Running::spawn(&mut cmd)
         })
         .collect();
-    senders.push(Running::spawn(&mut send(
-        &pair,
+    senders.push(Running::spawn(&mut pair.send(
         &cbr_out,
         9,
         "10",
@@ -207,15 +183,15 @@ fn fixed_size_flow_delivers_exactly_its_size_and_ends_early() {
     let recv = start_recv(&pair, &recv_out);
     let size: u64 = 3_000_000;
     let started = Instant::now();
-    let status = send(
-        &pair,
-        &send_out,
-        0,
-        "30",
-        &["--traffic", "fixed", "--size-bytes", &size.to_string()],
-    )
-    .status()
-    .unwrap();
+    let status = pair
+        .send(
+            &send_out,
+            0,
+            "30",
+            &["--traffic", "fixed", "--size-bytes", &size.to_string()],
+        )
+        .status()
+        .unwrap();
     let wall = started.elapsed();
     assert!(status.success());
     // The sender closed normally; give the receiver a moment to read the FIN.

@@ -125,6 +125,28 @@ impl Pair {
             ],
         ))
     }
+
+    /// A kernel-TCP `send` (reno) in the sender namespace to a receiver listening on
+    /// 10.78.0.1:5001, with `extra` flags after the common ones.
+    pub fn send(&self, out: &TempFile, flow: u32, duration_s: &str, extra: &[&str]) -> Command {
+        let flow = flow.to_string();
+        let mut args = vec![
+            AGENT,
+            "send",
+            "--dst",
+            "10.78.0.1:5001",
+            "--cc",
+            "reno",
+            "--duration-s",
+            duration_s,
+            "--flow-id",
+            &flow,
+            "--out",
+            out.arg(),
+        ];
+        args.extend_from_slice(extra);
+        self.exec(&self.sender, &args)
+    }
 }
 
 impl Drop for Pair {
