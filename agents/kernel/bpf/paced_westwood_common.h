@@ -58,6 +58,7 @@
                                                                                                 \
 		ccb_reno_grow(sk, acked);                                                       \
 		ww_pace(sk, ca, (alpha), ww_ca_state(sk)); /* slow start may have ended */      \
+		ww_bound_paced_window(sk, ca);                                                  \
 	}                                                                                       \
                                                                                                 \
 	SEC("struct_ops/ccb_" #prefix "_ssthresh")                                              \

@@ -40,6 +40,12 @@
  * (eq. 3): it is the only rate known then and it does not hold the window back; without an
  * RTT sample the socket is not paced. The kernel leaves a connection's first 10 segments
  * unpaced. SO_MAX_PACING_RATE takes 32 bits of bytes per second (up to ~34 Gbit/s).
+ * While paced, each send is one segment (min_tso_segs = 1), and when RE is below the window's
+ * own rate the window is held at packets in flight + 2 after each ACK (ww_bound_paced_window):
+ * RE can be below the ACK clock's rate, and a window the pacer cannot use would otherwise be
+ * sent as one back-to-back GSO skb whenever the kernel's TSO sizing ignores min_tso_segs
+ * (measured: in about half the runs, one skb of cwnd/2 segments). The departures are the
+ * pacer's either way; cwnd in the trace is the bounded one.
  */
 #ifndef CCBENCH_WESTWOOD_COMMON_H
 #define CCBENCH_WESTWOOD_COMMON_H
@@ -211,6 +217,34 @@ static __always_inline void ww_pace(struct sock *sk, struct westwood *ca, __u32 
 		ccb_set_max_pacing(sk, rate);
 		ca->pacing_Bps = rate;
 	}
+}
+
+/* Window slack over the packets in flight while the pacer, not the window, limits the sender. */
+#define WW_PACED_WINDOW_SLACK 2U
+
+/* After slow-start growth (cong_avoid): when RE is below the window's own rate, the window is
+ * of no use to the pacer beyond what it keeps in flight, so cwnd is held at packets_out + 2.
+ * Why it must be: tcp_write_xmit() builds one skb of min(tcp_tso_segs(), tcp_cwnd_test())
+ * segments, and with a BPF min_tso_segs op tcp_tso_segs() now and then returns far more than
+ * the op's 1 (our program is not seen to run for that call); the skb then covers the whole
+ * open window, min(cwnd / 2, cwnd - in flight), and leaves back to back
+ * (tcp_update_skb_after_send() charges it to the pacing clock afterwards). Bounding the open
+ * window bounds that skb. RE at or above the window's rate (window-limited) is left alone. */
+static __always_inline void ww_bound_paced_window(struct sock *sk, const struct westwood *ca)
+{
+	struct tcp_sock *tp = ccb_tcp_sk(sk);
+	__u32 srtt = tp->srtt_us >> 3, limit;
+	__u64 pacer_window;
+
+	if (!ca->pacing_Bps || !ca->bse_Bps || !srtt || !tp->mss_cache)
+		return; /* not paced, or paced at the window's own rate before the first BSE */
+	/* Segments the pacer keeps in flight over one SRTT. */
+	pacer_window = (__u64)ca->pacing_Bps * srtt / (WW_USEC_PER_SEC * tp->mss_cache);
+	if (tp->snd_cwnd <= pacer_window + WW_PACED_WINDOW_SLACK)
+		return;
+	limit = tp->packets_out + WW_PACED_WINDOW_SLACK;
+	if (tp->snd_cwnd > limit)
+		tp->snd_cwnd = limit;
 }
 
 #endif
