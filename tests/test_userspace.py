@@ -86,7 +86,13 @@ def test_tfrc_against_tcp_with_its_state_and_friendliness(tmp_path: Path) -> Non
     aggregate = analysis.summary.aggregate
     print(f"tfrc vs newreno: F {aggregate.friendliness_ratio}, E {aggregate.equivalence_ratio}, "
           f"utilization {aggregate.utilization}")  # fmt: skip
-    assert aggregate.friendliness_ratio is not None and aggregate.friendliness_ratio > 0
+    # Not seed 004's F ~ 1 (Fig. 2(a): 10-50 flows for 1000 s): one paced TFRC flow beside one
+    # ACK-clocked TCP at a 20-packet drop-tail buffer loses packets at the time fraction the
+    # buffer is full (~10%), while TCP loses ~0.5% of its packets, so the formula (Appendix)
+    # gives TFRC a small share. Measured in 5 runs of this set-up: F 0.05-0.19 (earlier
+    # 0.04-0.28); below 0.02 TFRC starves, above 1 it would take more than TCP.
+    assert aggregate.friendliness_ratio is not None
+    assert 0.02 < aggregate.friendliness_ratio < 1.0
     assert aggregate.equivalence_ratio == pytest.approx(
         max(aggregate.friendliness_ratio, 1 / aggregate.friendliness_ratio)
     )

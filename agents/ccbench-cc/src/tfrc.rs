@@ -30,8 +30,13 @@
 //!   beyond a that timed out are counted too, which the seed's j..=a would skip forever once j
 //!   moves past them. Without this a total outage (a stalls, every packet times out) would look
 //!   like a loss-free round and double the rate, against the seed's "self-limitation" (§II-B).
-//! - A round in which no packet was resolved (nothing sent, or nothing acknowledged nor timed
-//!   out yet) keeps the rate: there is no evidence of a loss-free round to double on.
+//! - A round in which no packet was resolved keeps the rate when packets are still unknown
+//!   (nothing acknowledged nor timed out yet: no evidence of a loss-free round to double on),
+//!   and when the round was empty although its rate allowed a packet (the application sent
+//!   nothing: no doubling while idle). A round empty because its rate was below one packet per
+//!   round (the seed's n_i = r_i·M < 1, §II-B) has y_i = 0 and doubles, as the seed says:
+//!   otherwise a rate cut to, say, 0.1 packets/s with M = 1 s would wait ~10 s for a packet to
+//!   resolve before each doubling, while the seed's rounds recover it in a few M.
 //! - R and B "exactly as in TCP": RFC 6298 (SRTT, RTTVAR with gains 1/8 and 1/4,
 //!   B = max(rto_min, SRTT + 4·RTTVAR), at most 60 s), from every ACK's RTT sample t_k - s_k.
 //!   Before the first sample B is 1 s (RFC 6298 (2.1)) and R is taken equal to it.
@@ -312,6 +317,17 @@ impl Tfrc {
         }
     }
 
+    /// Whether the round ending now had nothing to resolve only because its rate was below one
+    /// packet per round (seed 004 §II-B: n_i = r_i·M < 1, so y_i = 0 and the rate doubles).
+    /// Called after the round's packets were marked: no packet may still be unknown.
+    fn empty_for_want_of_rate(&self) -> bool {
+        let nothing_unknown = self
+            .log
+            .iter()
+            .all(|entry| entry.status != ReceivedStatus::Unknown);
+        nothing_unknown && self.rate_pps * self.round_len.as_secs_f64() < 1.0
+    }
+
     /// The end of a round at `now` (seed 004 §II-B).
     fn end_round(&mut self, now: Time) {
         let a = self.highest_acked;
@@ -338,7 +354,7 @@ impl Tfrc {
             self.last_loss_p = p;
             self.rate_pps =
                 padhye_rate_pps(self.params.w_max_pkts, p, self.rtt_estimate_s(), self.rto_s);
-        } else if received > 0 {
+        } else if received > 0 || self.empty_for_want_of_rate() {
             self.rate_pps *= 2.0;
         }
         self.rate_pps = self.rate_pps.min(MAX_RATE_PPS);
@@ -743,6 +759,39 @@ mod tests {
         let mut tfrc = Tfrc::new(&config(&[], 1)).unwrap();
         tfrc.on_timer(ms(3000));
         assert_eq!(tfrc.rate_pps(), 40.0);
+    }
+
+    #[test]
+    fn rounds_empty_for_want_of_rate_double_as_the_seed_says() {
+        // Seed 004 §II-B: y_i = 0 doubles the rate, also when r_i·M < 1 left the round empty.
+        // M = 1 s, r_0 = 0.1 packets/s (as after a heavy loss round), RTT 100 ms.
+        let mut tfrc = Tfrc::new(&config(&[("m", 1.0), ("r0", 0.1)], 1)).unwrap();
+        let r = ms(100);
+        tfrc.on_sent(&sent(ms(0), 0));
+        tfrc.on_ack(&ack(ms(100), 0, r, &[0], 0));
+        tfrc.on_timer(ms(1000));
+        assert_eq!(tfrc.rate_pps(), 0.2, "one packet received: doubled");
+        tfrc.on_timer(ms(2000));
+        assert_eq!(
+            tfrc.rate_pps(),
+            0.4,
+            "empty round at 0.2 packets per round: doubled"
+        );
+        // A packet still unknown at the round end (timeout limit 2.5 s + B = 1 s): no
+        // evidence either way, the rate stays.
+        tfrc.on_sent(&sent(ms(2500), 1));
+        tfrc.on_timer(ms(3000));
+        assert_eq!(tfrc.rate_pps(), 0.4);
+        tfrc.on_ack(&ack(ms(3200), 1, r, &[1], 1));
+        tfrc.on_timer(ms(4000));
+        assert_eq!(tfrc.rate_pps(), 0.8);
+        tfrc.on_timer(ms(5000));
+        assert_eq!(tfrc.rate_pps(), 1.6);
+        // At 1.6 packets per round an empty round means the application sent nothing: an
+        // idle sender does not double its rate away.
+        tfrc.on_timer(ms(6000));
+        tfrc.on_timer(ms(7000));
+        assert_eq!(tfrc.rate_pps(), 1.6);
     }
 
     /// What the test needs from each round end: the outcome and the R and B it used.

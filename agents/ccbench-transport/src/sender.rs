@@ -150,6 +150,9 @@ pub struct Sender {
     episode: Option<Episode>,
     rto_deadline: Option<Duration>,
     next_send_time: Duration,
+    /// The pacing slot and size of the last paced packet (its gap is re-read at the current
+    /// rate, see `poll_send`).
+    last_paced: Option<(Duration, u32)>,
     stats: Stats,
     newly_acked: Vec<u64>,
 }
@@ -181,6 +184,7 @@ impl Sender {
             episode: None,
             rto_deadline: None,
             next_send_time: Duration::ZERO,
+            last_paced: None,
             stats: Stats::default(),
             newly_acked: Vec::new(),
         }
@@ -243,6 +247,17 @@ impl Sender {
             return Poll::Blocked;
         };
         let rate = self.cc.pacing_rate().filter(|r| r.is_finite() && *r > 0.0);
+        if let (Some(rate), Some((slot, sent_bytes))) = (rate, self.last_paced) {
+            // A rate that rose since the last packet shortens the gap that packet set: a rate
+            // controller's new rate applies at once (TFRC sends round i at r_i, seed 004
+            // §II-B), not after a gap computed at the old rate (10 s after a cut to 0.1
+            // packets/s). A rate that fell keeps the earlier slot. A slot moved into the past
+            // is now: the new gap counts from this packet (no catch-up burst).
+            let due = slot + Duration::from_secs_f64(sent_bytes as f64 / rate);
+            if due < self.next_send_time && now < self.next_send_time {
+                self.next_send_time = due.max(now);
+            }
+        }
         if rate.is_some() && now < self.next_send_time {
             return Poll::PaceUntil(self.next_send_time);
         }
@@ -276,6 +291,13 @@ impl Sender {
             // RFC 6298 (5.1). Recovery::None has no retransmission timer (TFRC's timeouts
             // are its own, seed 004 §II-B).
             self.rto_deadline = Some(now + self.rtt.rto());
+        } else if retransmission && seq == self.cum_ack && self.reliable() {
+            // Retransmitting the first unacknowledged packet restarts the timer, as Linux's
+            // tcp_xmit_retransmit_queue does: a fast retransmission waits behind the same
+            // queue as the data before it, and a timer still counting from the last new ACK
+            // would expire first whenever RTTVAR is small (a standing queue), turning almost
+            // every fast recovery into a timeout.
+            self.rto_deadline = Some(now + self.rtt.rto());
         }
         if let Some(rate) = rate {
             let gap = Duration::from_secs_f64(bytes as f64 / rate);
@@ -287,6 +309,7 @@ impl Sender {
                 self.next_send_time
             };
             self.next_send_time = start + gap;
+            self.last_paced = Some((start, bytes));
         }
         self.cc.on_sent(&Sent {
             now,

@@ -330,6 +330,45 @@ fn several_losses_in_one_window_reno_newreno_tahoe() {
 }
 
 #[test]
+fn a_fast_retransmission_behind_a_full_queue_gets_a_whole_rto() {
+    // A window of 300 packets through a 20-packet path: ~280 wait in the link's queue, so
+    // every RTT is ~0.3 s and RTTVAR small. The retransmission of packet 3000 waits behind
+    // that queue too; a timer still counting from the last new ACK (3 packet times before the
+    // retransmission) would fire before it is acknowledged. Restarted when the first
+    // unacknowledged packet is retransmitted (as Linux's tcp_xmit_retransmit_queue does), it
+    // does not.
+    for recovery in [Recovery::Reno, Recovery::NewReno] {
+        let log = Arc::new(Mutex::new(CcLog::default()));
+        let cc = TestCc {
+            recovery,
+            cwnd: 300.0,
+            ssthresh: 300.0,
+            rate: None,
+            log: Arc::clone(&log),
+        };
+        let config = SenderConfig {
+            mss: MSS,
+            min_rto: Duration::from_millis(200),
+            rto_granularity: Duration::from_millis(1),
+        };
+        let mut s = Sender::new(config, Box::new(cc));
+        let mut r = receiver(true);
+        let trace = run(
+            &mut s,
+            &mut r,
+            &mut link(drop_first_transmission_of(&[3000])),
+            4000 * MSS as u64,
+            Duration::from_secs(30),
+        );
+        assert_eq!(retransmitted(&trace), vec![3000], "{recovery:?}");
+        let log = log.lock().unwrap();
+        assert!(log.timeouts.is_empty(), "{recovery:?}: {:?}", log.timeouts);
+        assert_eq!(log.congestion_events.len(), 1);
+        assert_eq!(r.integrity(), "ok");
+    }
+}
+
+#[test]
 fn rto_backs_off_exponentially_and_recovers() {
     let (mut s, log) = sender(Recovery::NewReno, None);
     let mut r = receiver(true);
@@ -391,6 +430,57 @@ fn pacing_keeps_its_schedule_when_woken_late_and_does_not_burst_after_idle() {
     // After an idle second, one packet now and the next one a gap later.
     assert!(matches!(s.poll_send(ms(1002), u64::MAX), Poll::Send(_)));
     assert_eq!(s.poll_send(ms(1002), u64::MAX), Poll::PaceUntil(ms(1003)));
+}
+
+/// A rate controller whose rate the test sets between calls (TFRC's round ends).
+struct SharedRateCc(Arc<Mutex<f64>>);
+
+impl Controller for SharedRateCc {
+    fn id(&self) -> &'static str {
+        "shared-rate"
+    }
+    fn recovery(&self) -> Recovery {
+        Recovery::None
+    }
+    fn on_ack(&mut self, _ack: &Ack) {}
+    fn on_congestion_event(&mut self, _event: &CongestionEvent) {}
+    fn on_timeout(&mut self, _now: Time) {}
+    fn cwnd(&self) -> f64 {
+        f64::INFINITY
+    }
+    fn ssthresh(&self) -> f64 {
+        f64::INFINITY
+    }
+    fn pacing_rate(&self) -> Option<f64> {
+        Some(*self.0.lock().unwrap())
+    }
+}
+
+#[test]
+fn a_pacing_rate_that_rises_applies_at_once_and_one_that_falls_keeps_the_slot() {
+    // 100 bytes/s with 1000-byte packets: one every 10 s, as TFRC after a heavy loss round.
+    let rate = Arc::new(Mutex::new(100.0));
+    let config = SenderConfig {
+        mss: MSS,
+        min_rto: Duration::from_millis(200),
+        rto_granularity: Duration::from_millis(1),
+    };
+    let mut s = Sender::new(config, Box::new(SharedRateCc(Arc::clone(&rate))));
+    assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
+    assert_eq!(s.poll_send(ms(0), u64::MAX), Poll::PaceUntil(ms(10_000)));
+    // A round end at 1 s sets 2 packets/s: the next packet is due 0.5 s after the last one,
+    // i.e. now, not at 10 s (seed 004 §II-B: round i is sent at r_i).
+    *rate.lock().unwrap() = 2000.0;
+    assert!(matches!(s.poll_send(ms(1000), u64::MAX), Poll::Send(_)));
+    assert_eq!(s.poll_send(ms(1000), u64::MAX), Poll::PaceUntil(ms(1500)));
+    // The rate rises again before that slot: 4 packets/s, due 250 ms after the last one.
+    *rate.lock().unwrap() = 4000.0;
+    assert_eq!(s.poll_send(ms(1100), u64::MAX), Poll::PaceUntil(ms(1250)));
+    // A rate that falls keeps the slot already given, the gap after it is the new one.
+    *rate.lock().unwrap() = 1000.0;
+    assert_eq!(s.poll_send(ms(1100), u64::MAX), Poll::PaceUntil(ms(1250)));
+    assert!(matches!(s.poll_send(ms(1250), u64::MAX), Poll::Send(_)));
+    assert_eq!(s.poll_send(ms(1250), u64::MAX), Poll::PaceUntil(ms(2250)));
 }
 
 #[test]
