@@ -127,12 +127,17 @@ def emulator_args(
     *,
     forward: bool,
     symmetric: bool = False,
+    arrival_on_read: bool = False,
 ) -> list[str]:
     """`ccbench-link run` flags for one direction of link j. Forward (data) gets rate, buffer,
     queue discipline, loss, delay and jitter, with a per-packet log; reverse (ACKs) gets the
-    delay, and the same rate and buffer when `symmetric` (reverse-path flows cross it)."""
+    delay, and the same rate and buffer when `symmetric` (reverse-path flows cross it).
+    `arrival_on_read`: time arrivals when read, not by their kernel timestamp — needed when
+    another queue on the same router (an access delay line) may have held a packet first, as
+    its kernel timestamp is then its receipt by the host."""
     out = out_dir.rstrip("/") + "/" if out_dir else ""
     delay = ["--delay-us", str(int(round(link.delay_s * 1e6)))]
+    delay += ["--arrival-time", "read"] if arrival_on_read else []
     if not forward and not symmetric:
         return ["run", "--queue-num", str(queue_num), *delay,
                 "--stats-out", f"{out}link-{j}-ack.json"]  # fmt: skip

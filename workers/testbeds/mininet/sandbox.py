@@ -250,15 +250,13 @@ class Sandbox:
                 f.direction == "reverse" and f.entry <= j < f.exit for f in self.plan.flows
             )
             out = str(self.run_dir)
-            # A packet an access delay line held on this router carries the kernel timestamp
-            # of its receipt (non-TCP packets): time arrivals on reading instead.
-            arrival = (["--arrival-time", "read"]
-                       if any(f.access_delay_s > 0 for f in self.plan.flows) else [])  # fmt: skip
-            forward = [binary, *emulator_args(b, j, 2 * j, self.plan.seed, out, forward=True),
-                       *arrival]  # fmt: skip
+            # Access delay lines run on the routers too (emulator_args: arrival_on_read).
+            delay_lines = any(f.access_delay_s > 0 for f in self.plan.flows)
+            forward = [binary, *emulator_args(b, j, 2 * j, self.plan.seed, out, forward=True,
+                                              arrival_on_read=delay_lines)]  # fmt: skip
             reverse = [binary, *emulator_args(b, j, 2 * j + 1, self.plan.seed, out,
-                                              forward=False, symmetric=symmetric),
-                       *arrival]  # fmt: skip
+                                              forward=False, symmetric=symmetric,
+                                              arrival_on_read=delay_lines)]  # fmt: skip
             self.start(router, f"ccbench-link {j} forward", *forward, ready='"ready"')
             self.start(router, f"ccbench-link {j} reverse", *reverse, ready='"ready"')
             for queue, match in ((2 * j, "-o"), (2 * j + 1, "-i")):
