@@ -1,61 +1,36 @@
-"""One error root; one handler turns every ccbench error into an HTTP response."""
+"""One handler turns every ccbench error (ccbench.errors) into an HTTP response: the domain
+raises by kind, and this table is the only place a kind becomes a status code."""
 
 from html import escape
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from ccbench.errors import CCBenchError, Conflict, NotFound, Unauthorized, ValidationFailed
 from schemas.matrix import field_path
 
-
-class CCBenchError(Exception):
-    status_code = 500
-    code = "internal_error"
-
-    def __init__(self, message: str, *, errors: list[dict[str, str]] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.errors = errors or []
-
-    def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"error": self.code, "message": self.message}
-        if self.errors:
-            body["errors"] = self.errors
-        return body
+HTTP_STATUS: dict[type[CCBenchError], int] = {
+    Unauthorized: 401,
+    NotFound: 404,
+    Conflict: 409,
+    ValidationFailed: 422,
+}
 
 
-class Unauthorized(CCBenchError):
-    status_code = 401
-    code = "unauthorized"
-
-
-class NotFound(CCBenchError):
-    status_code = 404
-    code = "not_found"
-
-
-class Conflict(CCBenchError):
-    status_code = 409
-    code = "conflict"
-
-
-class ValidationFailed(CCBenchError):
-    """422: `errors` lists {"field": "flows.1.algorithm", "reason": "..."}."""
-
-    status_code = 422
-    code = "validation_error"
+def status_of(exc: CCBenchError) -> int:
+    return next((s for kind, s in HTTP_STATUS.items() if isinstance(exc, kind)), 500)
 
 
 def error_page(exc: CCBenchError) -> HTMLResponse:
     """Errors of the result pages (/ui/...), as a page a browser shows."""
+    status = status_of(exc)
     return HTMLResponse(
-        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{exc.status_code} · "
-        f"ccbench</title><link rel=icon href='data:,'></head><body><h1>{exc.status_code}</h1>"
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{status} · "
+        f"ccbench</title><link rel=icon href='data:,'></head><body><h1>{status}</h1>"
         f"<p class=error>{escape(exc.message)}</p><p><a href='/ui/experiments'>experiments</a>"
         "</p></body></html>",
-        status_code=exc.status_code,
+        status_code=status,
     )
 
 
@@ -64,8 +39,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _ccbench_error(request: Request, exc: CCBenchError) -> Response:
         if request.url.path.startswith("/ui/"):
             return error_page(exc)
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-        return JSONResponse(exc.body(), status_code=exc.status_code, headers=headers)
+        status = status_of(exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(exc.body(), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _request_validation(request: Request, exc: RequestValidationError) -> Response:
@@ -78,8 +54,7 @@ def install_error_handlers(app: FastAPI) -> None:
             else:
                 where = "body"
             errors.append({"field": field_path(loc) or where, "reason": err.get("msg", "invalid")})
-        summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
-        failed = ValidationFailed(f"invalid request: {summary}", errors=errors)
+        failed = ValidationFailed.of(errors)
         if request.url.path.startswith("/ui/"):
             return error_page(failed)
         return JSONResponse(failed.body(), status_code=422)

@@ -28,7 +28,7 @@ from bench.figures import figure as emit
 from ccbench.settings import REPO_ROOT
 from schemas.algorithms import BPF_ALGORITHMS, PARAMETERS
 from workers import bpf
-from workers.testbeds.mininet.plan import ControllerPlan
+from workers.plan import ControllerPlan
 
 AGENT = REPO_ROOT / "agents" / "target" / "release" / "ccbench-agent"
 PORT = 5201

@@ -1,4 +1,4 @@
-"""The one output format of every benchmark: a JSON line per figure (DESIGN.md)."""
+"""The one output format of every benchmark: a JSON line per figure."""
 
 from __future__ import annotations
 

@@ -19,13 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from api.hosts.service import HostAccess
 from bench.figures import figure as emit
+from ccbench.hosts import HostAccess
+from ccbench.settings import get_settings
 from schemas import ExperimentSpec
 from tests.sshhosts import SshHosts
-from workers.planning import controllers_for_spec, flow_plans
+from workers.planning import plan_for_spec
 from workers.testbeds.hosts import ansible
-from workers.testbeds.hosts.backend import run_hosts
+from workers.testbeds.hosts.backend import HostsTestbed
 
 OVERHEAD_TARGET = "<= 5 s"
 
@@ -78,20 +79,12 @@ def one_run(lab: SshHosts, duration_s: float, index: int, work: Path) -> tuple[f
         "flows": [{"algorithm": "cubic", "src": "h1", "dst": "h2"}],
         "duration": f"{duration_s}s",
     })  # fmt: skip
-    _, cc_names = controllers_for_spec(spec, f"bench{index}")
     run_dir = work / f"run-{index}" / "attempt-1"
+    plan = plan_for_spec(spec, run_id=f"bench{index}", out_dir=run_dir, settings=get_settings())
     loaded = records(lab)
     started = time.monotonic()
-    result = run_hosts(
-        spec,
-        flow_plans(spec, cc_names),
-        run_id=f"bench{index}",
-        run_dir=run_dir,
-        load=lambda: loaded,
-        agents_dir=ansible.AGENTS_DIR,
-        on_event=lambda event: None,
-        should_cancel=lambda: False,
-        deadline_s=duration_s + 120,
+    result = HostsTestbed(load_hosts=lambda _names: loaded).run(
+        plan, events=lambda event: None, cancel=lambda: False, deadline_s=duration_s + 120
     )
     wall = time.monotonic() - started
     if result.status != "done":

@@ -27,7 +27,7 @@ from ccbench.analysis.run import analyze_run
 from ccbench.settings import get_settings
 from schemas import ExperimentSpec, parse_rate
 from workers.planning import plan_for_spec
-from workers.testbeds.mininet.runner import run_sandbox
+from workers.testbeds.mininet.runner import MininetTestbed
 
 DELAY_S = 0.020
 
@@ -62,8 +62,8 @@ def measure(rate_bps: float, duration_s: float, work: Path) -> None:
     run_dir = work / label(rate_bps)
     run_dir.mkdir()
     plan = plan_for_spec(spec, run_id=run_dir.name, out_dir=run_dir, settings=get_settings())
-    result = run_sandbox(
-        plan, on_event=lambda _e: None, should_cancel=lambda: False, deadline_s=duration_s + 60
+    result = MininetTestbed().run(
+        plan, events=lambda _e: None, cancel=lambda: False, deadline_s=duration_s + 60
     )
     if result.status != "done":
         raise SystemExit(f"{label(rate_bps)}: the run failed: {result.describe()}")

@@ -3,7 +3,7 @@ duration (claim, sandbox and topology set-up, agent start, teardown, analysis, s
 2-flow dumbbell of the example. Target <= 2 s.
 
 Runs the task body in this process against the embedded default database in a temporary state
-directory, so broker latency is excluded (DESIGN.md measured ~70 ms per task for the embedded
+directory, so broker latency is excluded (measured: ~70 ms per task for the embedded
 SQLite broker, ~9 ms for Redis). Needs root and the built agents.
 
     make bench-orchestration            # 5 runs of 3 s
@@ -45,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("CCBENCH_DATABASE_URL", None)
 
     from api.experiments.service import create_experiment
-    from api.teams.service import create_team
     from ccbench.db.migrate import upgrade
     from ccbench.db.models import Run, Team
     from ccbench.db.session import session_scope
     from ccbench.settings import get_settings
+    from ccbench.teams import create_team
     from schemas import ExperimentSpec
     from workers.lifecycle import execute
 

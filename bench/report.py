@@ -46,12 +46,12 @@ def run() -> int:
 
     from api.app import app
     from api.experiments.service import create_experiment
-    from api.teams.service import create_team, create_token
     from ccbench.db.migrate import upgrade
     from ccbench.db.models import FlowResult, Run
     from ccbench.db.session import session_scope
     from ccbench.settings import get_settings
-    from schemas import AggregateMetrics, AppliedConditions, MatrixSpec, RunSummary
+    from ccbench.teams import create_team, create_token
+    from schemas import AggregateMetrics, AppliedConditions, MatrixSpec, RunResult
 
     get_settings.cache_clear()
     upgrade(get_settings().effective_database_url)
@@ -88,7 +88,7 @@ def run() -> int:
                                         delay_mechanism="emulator", measured_min_rtt_s=0.0404,
                                         measured_rate_bps=10e6)  # fmt: skip
             run.status = "done"
-            run.aggregate = RunSummary(aggregate=aggregate, applied=applied,
+            run.aggregate = RunResult(aggregate=aggregate, applied=applied,
                                        checks=[]).model_dump(mode="json")  # fmt: skip
             for flow in (0, 1):
                 session.add(FlowResult(run_id=run.id, flow_index=flow, algorithm="reno",

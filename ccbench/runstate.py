@@ -1,4 +1,4 @@
-"""The run state machine (DESIGN.md): the run row in the database is the truth.
+"""The run state machine: the run row in the database is the truth.
 
 queued -> provisioning -> running -> collecting -> analyzing -> done | failed | cancelled
 """

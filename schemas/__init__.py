@@ -19,7 +19,7 @@ from schemas.report import (
     FlowMetrics,
     GroupReport,
     RunReport,
-    RunSummary,
+    RunResult,
 )
 from schemas.spec import SCHEMA_VERSION, Bottleneck, ExperimentSpec, Flow
 from schemas.units import Buffer, parse_buffer, parse_duration, parse_rate, parse_size
@@ -40,7 +40,7 @@ __all__ = [
     "MatrixSpec",
     "RunPoint",
     "RunReport",
-    "RunSummary",
+    "RunResult",
     "Runtime",
     "SpecError",
     "Submission",

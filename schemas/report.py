@@ -84,7 +84,7 @@ class Check(BaseModel):
     detail: str
 
 
-class RunSummary(BaseModel):
+class RunResult(BaseModel):
     """What analysis stores for one run besides its per-flow metrics and series."""
 
     aggregate: AggregateMetrics

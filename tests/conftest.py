@@ -67,7 +67,7 @@ def unique() -> str:
 @pytest.fixture
 def team_token(unique: str) -> Iterator[tuple[str, str]]:
     """A fresh team and one of its API tokens: (team name, token)."""
-    from api.teams import service as teams
+    from ccbench import teams
     from ccbench.db.session import session_scope
 
     name = f"team-{unique}"

@@ -149,10 +149,10 @@ def start_services() -> Services:
 def purge_run_queue() -> int:
     """Drop run messages left in the broker by earlier tests (their runs stay queued in the
     database); a worker started by a test must only see the runs that test submits."""
-    from workers.celery_app import app
-    from workers.queues import Queue
+    from ccbench.jobs import Queue, make_celery
+    from ccbench.settings import get_settings
 
-    with app.connection_for_write() as connection:
+    with make_celery(get_settings()).connection_for_write() as connection:
         return int(connection.default_channel.queue_purge(Queue.runs.value) or 0)
 
 
@@ -165,7 +165,7 @@ def run_cli(
     from ccbench.settings import REPO_ROOT
 
     return subprocess.run(
-        [sys.executable, "-m", "ccbench.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

@@ -117,7 +117,7 @@ def test_bad_rate_error_names_full_path(client: TestClient, team_token: tuple[st
 
 
 def test_teams_cannot_see_each_other(client: TestClient, unique: str) -> None:
-    from api.teams import service as teams
+    from ccbench import teams
 
     with session_scope() as session:
         token_a = teams.create_token(session, teams.create_team(session, f"a-{unique}"), "t")
@@ -248,7 +248,7 @@ def finish_runs_with(experiment_id: str, utilization: Any) -> None:
     """Store results on the experiment's runs as a worker would (status done, a summary and
     one flow each), with utilization = utilization(axis_values, repetition)."""
     from ccbench.db.models import FlowResult, RunSeries
-    from schemas import AggregateMetrics, AppliedConditions, RunSummary
+    from schemas import AggregateMetrics, AppliedConditions, RunResult
 
     empty = {name: None for name in AggregateMetrics.model_fields}
     with session_scope() as session:
@@ -265,7 +265,7 @@ def finish_runs_with(experiment_id: str, utilization: Any) -> None:
                 measured_rate_bps=None,
             )
             run.status = "done"
-            run.aggregate = RunSummary(aggregate=aggregate, applied=applied, checks=[]).model_dump(
+            run.aggregate = RunResult(aggregate=aggregate, applied=applied, checks=[]).model_dump(
                 mode="json"
             )
             session.add(

@@ -20,9 +20,9 @@ from schemas import ExperimentSpec
 from schemas.algorithms import BPF_ALGORITHMS, PARAMETERS
 from tests.hoststate import HostState
 from workers import bpf, bpf_trace
+from workers.plan import ControllerPlan
 from workers.planning import plan_for_spec
-from workers.testbeds.mininet.plan import ControllerPlan
-from workers.testbeds.mininet.runner import run_sandbox
+from workers.testbeds.mininet.runner import MininetTestbed
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bpftool") is None or not bpf.object_path("reno").exists(),
@@ -157,7 +157,9 @@ def single_flow(flow: dict[str, Any], buffer: str, duration: str = "12s") -> dic
 def run(raw: dict[str, Any], run_dir: Path, run_id: str) -> tuple[RunAnalysis, dict[str, Any]]:
     spec = ExperimentSpec.model_validate(raw)
     plan = plan_for_spec(spec, run_id=run_id, out_dir=run_dir, settings=get_settings())
-    result = run_sandbox(plan, lambda e: None, lambda: False, deadline_s=spec.duration + 60)
+    result = MininetTestbed().run(
+        plan, lambda e: None, lambda: False, deadline_s=spec.duration + 60
+    )
     assert result.status == "done", result.describe()
     provenance = json.loads((run_dir / "provenance.json").read_text())
     return analyze_run(run_dir, spec), provenance
@@ -270,7 +272,7 @@ def test_a_missing_object_fails_the_run_before_traffic(tmp_path: Path) -> None:
 def test_worker_sweep_keeps_only_controllers_of_active_runs(tmp_path: Path) -> None:
     """What a worker does before a BPF run: controllers whose run is not active in the database
     (here: a run id the database never had, as after a killed worker) are unregistered."""
-    from workers.lifecycle import sweep_orphan_controllers
+    from workers.testbeds.registry import sweep_orphan_controllers
 
     orphan = ControllerPlan(bpf.controller_name("no-such-run-in-db", 0, "reno"), "reno", {}, {})
     bpf.register(orphan, tmp_path)
@@ -297,7 +299,7 @@ def test_probe_reports_which_controllers_the_kernel_accepts(
     assert found["loadable"]["bfa"].startswith("not built: ")
     assert not found["struct_ops"]
     # The CLI prints the same probe for the host.
-    from ccbench.cli import main
+    from cli.main import main
 
     assert main(["probe", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)

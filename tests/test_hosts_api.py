@@ -15,10 +15,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from api.app import app
-from api.hosts import service
 from ccbench import secrets
 from ccbench.db.models import Base, Host, Team
 from ccbench.db.session import session_scope
+from ccbench.hosts import access_for
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_private_key_is_encrypted_at_rest_and_never_returned(
     assert "PRIVATE KEY" not in row.private_key_encrypted
     assert secrets.decrypt(row.private_key_encrypted) == key.strip() + "\n"
     with session_scope() as session:
-        (access,) = service.access_for(session, row.team_id, ["h1"])
+        (access,) = access_for(session, row.team_id, ["h1"])
     assert access.private_key == key.strip() + "\n" and access.port == 2222
 
 
@@ -175,7 +175,7 @@ def test_groups_labels_filters_and_updates(
 
 
 def test_teams_cannot_see_each_others_hosts(client: TestClient, unique: str) -> None:
-    from api.teams import service as teams
+    from ccbench import teams
 
     with session_scope() as session:
         token_a = teams.create_token(session, teams.create_team(session, f"ha-{unique}"), "t")

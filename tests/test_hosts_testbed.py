@@ -43,7 +43,7 @@ def lab() -> Iterator[SshHosts]:
 @pytest.fixture(scope="module")
 def team(lab: SshHosts) -> dict[str, str]:
     """A team with the lab's three hosts in its inventory."""
-    from api.teams import service as teams
+    from ccbench import teams
 
     with session_scope() as session:
         token = teams.create_token(session, teams.create_team(session, f"lab-{lab.tag}"), "t")

@@ -21,7 +21,7 @@ from ccbench.settings import REPO_ROOT
 from tests.hoststate import HostState
 from tests.services import free_port, purge_run_queue, run_cli
 
-CCBENCH = [sys.executable, "-m", "ccbench.cli"]
+CCBENCH = [sys.executable, "-m", "cli"]
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
 

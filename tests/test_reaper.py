@@ -9,9 +9,9 @@ import pytest
 
 from ccbench.db.models import Run, Team, utcnow
 from ccbench.db.session import session_scope
+from ccbench.reaper import reap_stale_runs
 from ccbench.settings import get_settings
 from tests.services import purge_run_queue
-from workers.reaper import reap_stale_runs
 
 pytestmark = pytest.mark.services
 

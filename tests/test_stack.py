@@ -18,7 +18,7 @@ from ccbench.settings import REPO_ROOT
 from tests.hoststate import HostState
 from tests.services import free_port, run_cli
 
-CCBENCH = [sys.executable, "-m", "ccbench.cli"]
+CCBENCH = [sys.executable, "-m", "cli"]
 
 
 def embedded_env(state_dir: Path, port: int) -> dict[str, str]:

@@ -17,7 +17,7 @@ from schemas.algorithms import BPF_ALGORITHMS, USERSPACE_ALGORITHMS, Algorithm
 from tests.hoststate import HostState
 from workers import bpf
 from workers.planning import plan_for_spec
-from workers.testbeds.mininet.runner import run_sandbox
+from workers.testbeds.mininet.runner import MininetTestbed
 
 
 def spec(flows: list[dict[str, Any]], rate: str, buffer: str, duration: str) -> dict[str, Any]:
@@ -38,7 +38,9 @@ def spec(flows: list[dict[str, Any]], rate: str, buffer: str, duration: str) -> 
 def run(raw: dict[str, Any], run_dir: Path, run_id: str) -> tuple[ExperimentSpec, RunAnalysis]:
     experiment = ExperimentSpec.model_validate(raw)
     plan = plan_for_spec(experiment, run_id=run_id, out_dir=run_dir, settings=get_settings())
-    result = run_sandbox(plan, lambda e: None, lambda: False, deadline_s=experiment.duration + 60)
+    result = MininetTestbed().run(
+        plan, lambda e: None, lambda: False, deadline_s=experiment.duration + 60
+    )
     assert result.status == "done", result.describe()
     return experiment, analyze_run(run_dir, experiment)
 

@@ -121,7 +121,7 @@ def test_experiment_pages_show_the_matrix_and_escape_names(
 
 
 def test_other_teams_pages_are_404(team_token: tuple[str, str], unique: str) -> None:
-    from api.teams import service as teams
+    from ccbench import teams
     from ccbench.db.session import session_scope
 
     with session_scope() as session:

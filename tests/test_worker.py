@@ -39,7 +39,7 @@ def short_example(duration_s: float, name: str) -> dict[str, Any]:
 
 class Worker:
     def __init__(self, log_path: Path) -> None:
-        from ccbench.stack import worker_command
+        from cli.stack import worker_command
         from tests.services import purge_run_queue
 
         purge_run_queue()
@@ -200,7 +200,7 @@ def test_cancel_stops_a_running_run(
 def test_killed_worker_leaves_nothing_behind_and_no_run_stuck(
     client: TestClient, team_token: tuple[str, str], host_state: HostState, tmp_path: Path
 ) -> None:
-    from workers.reaper import reap_stale_runs
+    from ccbench.reaper import reap_stale_runs
 
     _, token = team_token
     worker = Worker(tmp_path / "worker.log")

@@ -30,7 +30,7 @@ from typing import Any
 
 from ccbench.settings import REPO_ROOT
 from schemas.algorithms import PARAMETERS, Algorithm
-from workers.testbeds.mininet.plan import ControllerPlan
+from workers.plan import ControllerPlan
 
 BPF_BUILD_DIR = REPO_ROOT / "agents" / "kernel" / "build"
 NAME_PATTERN = re.compile(r"^cb([0-9a-f]{6})([0-9a-f])_[a-z_]+$")

@@ -6,6 +6,7 @@ owner's work."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -15,23 +16,23 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from ccbench import jobs, rundir
+from ccbench.analysis.run import RunAnalysis, analyze_run
 from ccbench.db.models import Experiment, FlowResult, Run, RunSeries, utcnow
 from ccbench.db.runs import heartbeat, refresh_experiment_status, transition
 from ccbench.db.session import session_scope
-from ccbench.runstate import ACTIVE, RunStatus
+from ccbench.runstate import RunStatus
 from ccbench.settings import Settings, get_settings
 from ccbench.version import CCBENCH_VERSION
 from schemas import ExperimentSpec
 from workers.planning import plan_for_spec
-from workers.testbeds.mininet.runner import run_sandbox
+from workers.testbeds.registry import TestbedContext, testbed_for
 
 log = logging.getLogger(__name__)
 
 WORKER_ID = f"{socket.gethostname()}:{threading.get_native_id()}"
-
-# Extra time a hosts run may take to provision its hosts first.
-HOSTS_PROVISION_ALLOWANCE_S = 300.0
 
 # Sandbox phases and the run state each one starts.
 PHASE_STATES = {
@@ -50,6 +51,7 @@ class Claim:
     run_id: str
     attempt: int
     experiment_id: str
+    team_id: str
     spec: ExperimentSpec
     run_dir: Path
 
@@ -79,13 +81,16 @@ def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
         ):
             return None
         refresh_experiment_status(session, run.experiment_id)
-        run_dir = settings.runs_dir / run_id / f"attempt-{attempt}"
+        team_id = session.scalar(
+            select(Experiment.team_id).where(Experiment.id == run.experiment_id)
+        )
         return Claim(
             run_id=run_id,
             attempt=attempt,
             experiment_id=run.experiment_id,
+            team_id=str(team_id),
             spec=ExperimentSpec.model_validate(run.spec),
-            run_dir=run_dir,
+            run_dir=rundir.attempt_dir(settings.runs_dir, run_id, attempt),
         )
 
 
@@ -132,7 +137,7 @@ class Monitor:
         self.cancelled = cancel_at is not None
         return self.cancelled
 
-    def _apply(self, session: Any, event: dict[str, Any]) -> None:
+    def _apply(self, session: Session, event: dict[str, Any]) -> None:
         c = self.claim
         kind = event.get("event")
         if kind == "phase" and event.get("phase") in PHASE_STATES:
@@ -163,24 +168,10 @@ def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
     try:
         c.run_dir.mkdir(parents=True, exist_ok=True)
         monitor = Monitor(c)
-        deadline_s = c.spec.duration * 1.5 + settings.run_time_margin_s
-        poll_s = min(0.5, settings.heartbeat_interval_s)
-        if c.spec.testbed.kind == "hosts":
-            result = _run_on_hosts(c, settings, monitor, deadline_s, poll_s)
-        else:
-            plan = plan_for_spec(c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings)
-            if plan.controllers:
-                removed = sweep_orphan_controllers()
-                if removed:
-                    log.warning("unregistered BPF controllers left by dead runs: %s", removed)
-            result = run_sandbox(
-                plan,
-                on_event=monitor.on_event,
-                should_cancel=monitor.should_cancel,
-                deadline_s=deadline_s,
-                poll_s=poll_s,
-                sandbox_python=str(settings.sandbox_python),
-            )
+        plan = plan_for_spec(c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings)
+        testbed = testbed_for(plan.testbed, TestbedContext(c.team_id, settings))
+        budget = jobs.run_budget(c.spec.duration, plan.testbed, settings)
+        result = testbed.run(plan, monitor.on_event, monitor.should_cancel, budget.deadline_s)
         sandbox_ended = time.monotonic()
         monitor.should_cancel()  # apply the last events
         timings.update(monitor.phase_timings(started, sandbox_ended))
@@ -194,7 +185,7 @@ def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
         with session_scope() as session:
             if not transition(session, c.run_id, RunStatus.analyzing, expect_attempt=c.attempt):
                 raise RunLost(f"run {c.run_id} could not enter analyzing")
-        analysis = analyze(c, settings)
+        analysis = analyze_run(c.run_dir, c.spec)
         timings["analysis_s"] = round(time.monotonic() - analyzing_started, 3)
         return _store_and_finish(c, analysis, timings)
     except RunLost as exc:
@@ -203,48 +194,6 @@ def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure becomes the run's error text
         log.exception("run %s failed", run_id)
         return _finish(c, RunStatus.failed, f"{type(exc).__name__}: {exc}", timings)
-
-
-def _run_on_hosts(
-    c: Claim, settings: Settings, monitor: Monitor, deadline_s: float, poll_s: float
-) -> Any:
-    """The hosts testbed: the spec's flows between the team's registered hosts."""
-    from workers.planning import controllers_for_spec, flow_plans
-    from workers.testbeds.hosts.backend import load_hosts, run_hosts
-
-    with session_scope() as session:
-        team_id = session.scalar(select(Experiment.team_id).where(Experiment.id == c.experiment_id))
-    _, cc_names = controllers_for_spec(c.spec, c.run_id)
-    # Provisioning a fresh host may come first (minutes on a slow link): allow for it.
-    return run_hosts(
-        c.spec,
-        flow_plans(c.spec, cc_names),
-        run_id=c.run_id,
-        run_dir=c.run_dir,
-        load=lambda: load_hosts(str(team_id), c.spec.host_names),
-        agents_dir=Path(settings.agents_dir).resolve(),
-        on_event=monitor.on_event,
-        should_cancel=monitor.should_cancel,
-        deadline_s=deadline_s + HOSTS_PROVISION_ALLOWANCE_S,
-        poll_s=poll_s,
-    )
-
-
-def sweep_orphan_controllers() -> list[str]:
-    """Unregister ccbench BPF controllers whose run is no longer active (a killed worker's)."""
-    from workers import bpf
-
-    with session_scope() as session:
-        active = session.scalars(
-            select(Run.id).where(Run.status.in_([s.value for s in ACTIVE]))
-        ).all()
-    return bpf.sweep(active)
-
-
-def analyze(c: Claim, settings: Settings) -> Any:
-    from ccbench.analysis.run import analyze_run
-
-    return analyze_run(c.run_dir, c.spec)
 
 
 def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, float]) -> str:
@@ -269,9 +218,7 @@ def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, f
 def _read_provenance(c: Claim) -> dict[str, Any]:
     """What the sandbox recorded, plus what only the worker knows: ccbench's version and the
     run's seed (also on failed and cancelled runs)."""
-    import json
-
-    path = c.run_dir / "provenance.json"
+    path = c.run_dir / rundir.PROVENANCE
     provenance: dict[str, Any] = {}
     if path.exists():
         provenance = json.loads(path.read_text())
@@ -280,7 +227,7 @@ def _read_provenance(c: Claim) -> dict[str, Any]:
     return provenance
 
 
-def _store_and_finish(c: Claim, analysis: Any, timings: dict[str, float]) -> str:
+def _store_and_finish(c: Claim, analysis: RunAnalysis, timings: dict[str, float]) -> str:
     with session_scope() as session:
         for flow in analysis.flows:
             session.merge(

@@ -1,5 +1,6 @@
-"""From a validated spec to the sandbox's plan: every unit resolved (BDP fractions to packets,
-algorithm ids to kernel controller names, per-run names for BPF controllers), paths filled in."""
+"""From a validated spec to the run's plan (workers/plan.py): every unit resolved (BDP fractions
+to packets, algorithm ids to kernel controller names, per-run names for BPF controllers,
+transport options with the schema's defaults filled in), paths filled in."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 from ccbench.settings import Settings
 from schemas import Bottleneck, ExperimentSpec
 from schemas.algorithms import KERNEL_BUILTIN_NAMES
+from schemas.spec import TransportOptions
 from workers import bpf
-from workers.testbeds.mininet.plan import ControllerPlan, FlowPlan, LinkPlan, Plan
+from workers.plan import ControllerPlan, FlowPlan, LinkPlan, Plan
 
 
 def link_plan(link: Bottleneck) -> LinkPlan:
@@ -69,7 +71,11 @@ def flow_plans(spec: ExperimentSpec, cc_names: list[str]) -> list[FlowPlan]:
             agent=flow.agent,
             params=flow.parameter_values() if flow.agent == "userspace" else {},
             traffic=flow.traffic.model_dump(),
-            transport=flow.transport.model_dump() if flow.transport else {},
+            transport=(flow.transport or TransportOptions()).model_dump()
+            if flow.agent == "userspace"
+            else {},
+            src=flow.src,
+            dst=flow.dst,
         )
         for i, flow in enumerate(spec.flows)
     ]
@@ -79,6 +85,7 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
     if spec.seed is None:
         raise ValueError("the run has no seed: runs get theirs when the submission is expanded")
     controllers, cc_names = controllers_for_spec(spec, run_id)
+    links = spec.links
     return Plan(
         run_id=run_id,
         run_dir=str(out_dir.resolve()),
@@ -86,10 +93,12 @@ def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings:
         duration_s=spec.duration,
         sampling_interval_s=spec.sampling_interval,
         seed=spec.seed,
-        links=[link_plan(link) for link in spec.links],
-        bottleneck_index=spec.bottleneck_index,
+        links=[link_plan(link) for link in links],
         flows=flow_plans(spec, cc_names),
-        link_mechanism=spec.bottleneck.link_mechanism,
-        delay_mechanism=spec.bottleneck.delay_mechanism,
+        testbed=spec.testbed.kind,
+        router=spec.testbed.router,
+        bottleneck_index=spec.bottleneck_index if links else 0,
+        link_mechanism=spec.bottleneck.link_mechanism if links else "auto",
+        delay_mechanism=spec.bottleneck.delay_mechanism if links else "auto",
         controllers=controllers,
     )

@@ -4,8 +4,8 @@ from typing import Any
 
 from celery.signals import worker_ready
 
+from ccbench.jobs import EXECUTE_RUN
 from workers.celery_app import app
-from workers.dispatch import EXECUTE_RUN
 
 
 @app.task(  # type: ignore[untyped-decorator]
@@ -15,7 +15,7 @@ from workers.dispatch import EXECUTE_RUN
     acks_late=True,
     reject_on_worker_lost=False,
     # No autoretry: failures are the experiment's result, recorded on the run row. Time
-    # limits come per message from the run's duration (workers.dispatch).
+    # limits come per message from the run's budget (ccbench.jobs.run_budget).
     ignore_result=True,
 )
 def execute_run(run_id: str) -> str:
@@ -26,7 +26,7 @@ def execute_run(run_id: str) -> str:
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
 def _start_reaper(**_kwargs: Any) -> None:
-    from workers.reaper import reap_stale_runs, start_reaper_thread
+    from ccbench.reaper import reap_stale_runs, start_reaper_thread
 
     reap_stale_runs()
     start_reaper_thread()

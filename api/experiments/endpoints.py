@@ -8,14 +8,7 @@ from fastapi.responses import PlainTextResponse, Response
 from api.auth import CurrentTeam
 from api.deps import DbSession
 from api.experiments import repository, service
-from api.experiments.schemas import (
-    ExperimentCreated,
-    ExperimentDetail,
-    ExperimentSummary,
-    Page,
-    RunSummary,
-)
-from api.exports import (
+from api.experiments.export import (
     Comparison,
     RunSeriesData,
     Table,
@@ -23,12 +16,18 @@ from api.exports import (
     export_csv,
     export_parquet,
 )
-from api.reports import build_experiment_report
+from api.experiments.report import build_experiment_report
+from api.experiments.schemas import (
+    ExperimentCreated,
+    ExperimentDetail,
+    ExperimentSummary,
+    Page,
+    RunSummary,
+)
 from api.runs.repository import series_of_experiment
 from ccbench.db.models import Experiment
 from ccbench.settings import get_settings
 from schemas import ExperimentReport, Submission
-from workers.dispatch import enqueue_run, run_time_limit_s
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"])
 
@@ -39,15 +38,10 @@ def create_experiment(
     session: DbSession,
     team: CurrentTeam,
 ) -> ExperimentCreated:
-    settings = get_settings()
-    experiment, runs = service.create_experiment(
-        session, team, submission, run_limit=settings.matrix_run_limit
+    experiment, _ = service.create_experiment(
+        session, team, submission, run_limit=get_settings().matrix_run_limit
     )
-    session.commit()
-    # Enqueue after commit: a worker must find the run it is handed.
-    for run in runs:
-        limit = run_time_limit_s(service.run_spec_duration_s(run), settings.run_time_margin_s)
-        enqueue_run(run.id, time_limit_s=limit)
+    session.commit()  # sends the runs to the workers (ccbench.jobs.enqueue_after_commit)
     return ExperimentCreated(
         id=experiment.id,
         name=experiment.name,

@@ -1,22 +1,22 @@
-"""Experiment use cases. Services never commit: the endpoint commits, then enqueues."""
+"""Experiment use cases. Services never commit: the endpoint does, and the runs a submission
+stored are sent to the workers once it has (ccbench.jobs.enqueue_after_commit)."""
 
-from typing import Any
-
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.errors import Conflict, NotFound, ValidationFailed
 from api.experiments import repository
+from ccbench import jobs
 from ccbench.db.models import Experiment, ExperimentTag, Host, Run, Team, utcnow
-from ccbench.db.runs import refresh_experiment_status
-from ccbench.runstate import FINAL, ExperimentStatus, RunStatus
+from ccbench.db.runs import cancel_queued, refresh_experiment_status
+from ccbench.errors import Conflict, NotFound, ValidationFailed
+from ccbench.runstate import ExperimentStatus, RunStatus
+from ccbench.settings import get_settings
 from schemas import ExperimentSpec, SpecError, Submission, expand_submission
 
 
 def _validation_failed(exc: SpecError) -> ValidationFailed:
     errors = [{"field": e["loc"], "reason": e["msg"]} for e in exc.errors]
-    summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
-    return ValidationFailed(f"invalid submission: {summary}", errors=errors)
+    return ValidationFailed.of(errors, "invalid submission")
 
 
 def _check_hosts_registered(session: Session, team: Team, specs: list[ExperimentSpec]) -> None:
@@ -38,14 +38,14 @@ def _check_hosts_registered(session: Session, team: Team, specs: list[Experiment
         if errors:
             break  # one point names them all: the others share the hosts or repeat them
     if errors:
-        summary = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:5])
-        raise ValidationFailed(f"invalid submission: {summary}", errors=errors)
+        raise ValidationFailed.of(errors, "invalid submission")
 
 
 def create_experiment(
     session: Session, team: Team, submission: Submission, *, run_limit: int
 ) -> tuple[Experiment, list[Run]]:
-    """Store the experiment and one queued run per matrix point and repetition.
+    """Store the experiment and one queued run per matrix point and repetition, each sent to
+    the workers when the session commits.
 
     The matrix is expanded (and its size checked against `run_limit`) before anything is
     stored, so a refused submission leaves the database untouched."""
@@ -83,6 +83,9 @@ def create_experiment(
     ]
     session.add_all(runs)
     session.flush()
+    settings = get_settings()
+    for run in runs:
+        jobs.enqueue_after_commit(session, run.id, jobs.spec_budget(run.spec, settings))
     return experiment, runs
 
 
@@ -106,21 +109,7 @@ def cancel_experiment(session: Session, team: Team, experiment_id: str) -> Exper
         )
     if experiment.cancel_requested_at is None:
         experiment.cancel_requested_at = utcnow()
-    session.execute(
-        update(Run)
-        .where(Run.experiment_id == experiment.id, Run.status == RunStatus.queued.value)
-        .values(status=RunStatus.cancelled.value, finished_at=utcnow(), error="cancelled by user")
-        .execution_options(synchronize_session=False)
-    )
+    cancel_queued(session, experiment.id)
     session.flush()
     refresh_experiment_status(session, experiment.id)
     return experiment
-
-
-def is_final(status: str) -> bool:
-    return RunStatus(status) in FINAL
-
-
-def run_spec_duration_s(run: Run) -> float:
-    duration: Any = run.spec.get("duration", 0.0)
-    return float(duration)

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Query, Response, status
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
-from api.errors import ValidationFailed
 from api.hosts import service
 from api.hosts.schemas import GroupCreate, GroupOut, GroupUpdate, HostCreate, HostOut, HostUpdate
+from ccbench.errors import ValidationFailed
 
 router = APIRouter(prefix="/v1", tags=["hosts"])
 
@@ -19,10 +19,7 @@ def _label_filters(label: list[str]) -> dict[str, str]:
     for item in label:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValidationFailed(
-                f"invalid request: label: {item!r} is not key=value",
-                errors=[{"field": "label", "reason": f"{item!r} is not key=value"}],
-            )
+            raise ValidationFailed.field("label", f"{item!r} is not key=value")
         filters[key] = value
     return filters
 

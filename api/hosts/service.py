@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from cryptography.exceptions import UnsupportedAlgorithm as UnsupportedAlgorithmError
 from cryptography.hazmat.primitives import serialization
@@ -15,10 +14,10 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from api.errors import Conflict, NotFound, ValidationFailed
 from api.hosts.schemas import GroupCreate, GroupOut, GroupUpdate, HostCreate, HostOut, HostUpdate
 from ccbench import secrets
 from ccbench.db.models import Host, HostGroup, HostGroupMember, Team
+from ccbench.errors import Conflict, NotFound, ValidationFailed
 
 
 def key_fingerprint(private_key: str) -> str:
@@ -32,24 +31,20 @@ def key_fingerprint(private_key: str) -> str:
         else:
             key = serialization.load_pem_private_key(data, password=None)
     except TypeError as exc:  # the key is encrypted
-        raise _invalid("private_key", "the key has a passphrase; SSH runs unattended") from exc
+        raise ValidationFailed.field(
+            "private_key", "the key has a passphrase; SSH runs unattended"
+        ) from exc
     except (ValueError, UnsupportedAlgorithmError) as exc:
-        raise _invalid("private_key", f"not a private key ({exc})") from exc
+        raise ValidationFailed.field("private_key", f"not a private key ({exc})") from exc
     try:
         public = key.public_key().public_bytes(
             serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
         )
     except ValueError as exc:  # e.g. a DH or X25519 key: not usable for SSH
-        raise _invalid("private_key", f"not an SSH key type ({exc})") from exc
+        raise ValidationFailed.field("private_key", f"not an SSH key type ({exc})") from exc
     blob = base64.b64decode(public.split()[1])
     digest = base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
     return f"SHA256:{digest}"
-
-
-def _invalid(field: str, reason: str) -> ValidationFailed:
-    return ValidationFailed(
-        f"invalid request: {field}: {reason}", errors=[{"field": field, "reason": reason}]
-    )
 
 
 def to_out(host: Host, groups: list[str]) -> HostOut:
@@ -114,7 +109,7 @@ def _groups_named(session: Session, team: Team, names: list[str], field: str) ->
     ).all()
     missing = sorted(set(names) - {g.name for g in groups})
     if missing:
-        raise _invalid(field, f"no such host group: {', '.join(missing)}")
+        raise ValidationFailed.field(field, f"no such host group: {', '.join(missing)}")
     return list(groups)
 
 
@@ -122,7 +117,7 @@ def _hosts_named(session: Session, team: Team, names: list[str], field: str) -> 
     hosts = session.scalars(select(Host).where(Host.team_id == team.id, Host.name.in_(names))).all()
     missing = sorted(set(names) - {h.name for h in hosts})
     if missing:
-        raise _invalid(field, f"no such host: {', '.join(missing)}")
+        raise ValidationFailed.field(field, f"no such host: {', '.join(missing)}")
     return list(hosts)
 
 
@@ -169,7 +164,7 @@ def update_host(session: Session, team: Team, name: str, body: HostUpdate) -> Ho
         if field in given:
             value = getattr(body, field)
             if value is None:
-                raise _invalid(field, "cannot be null")
+                raise ValidationFailed.field(field, "cannot be null")
             setattr(host, field, value)
     for field in ("data_address", "host_key", "install_prefix"):  # null removes the value
         if field in given:
@@ -267,49 +262,3 @@ def update_group(session: Session, team: Team, name: str, body: GroupUpdate) -> 
 def delete_group(session: Session, team: Team, name: str) -> None:
     session.delete(get_group(session, team, name))
     session.flush()
-
-
-@dataclass(frozen=True)
-class HostAccess:
-    """What a worker needs to reach one host: never stored or returned by the API."""
-
-    name: str
-    address: str
-    port: int
-    user: str
-    labels: dict[str, str]
-    private_key: str | None  # decrypted; the worker writes it to a 0600 file for the run
-    credential_ref: str | None
-    data_address: str | None = None
-    host_key: str | None = None
-    install_prefix: str | None = None
-
-
-def access_for(session: Session, team_id: str, names: Sequence[str]) -> list[HostAccess]:
-    """The named hosts of a team, with their decrypted keys, in the order given."""
-    hosts = {
-        h.name: h
-        for h in session.scalars(
-            select(Host).where(Host.team_id == team_id, Host.name.in_(list(names)))
-        ).all()
-    }
-    missing = [n for n in names if n not in hosts]
-    if missing:
-        raise NotFound(f"host not in the team's inventory: {', '.join(missing)}")
-    return [
-        HostAccess(
-            name=h.name,
-            address=h.address,
-            port=h.port,
-            user=h.user,
-            labels=dict(h.labels),
-            private_key=secrets.decrypt(h.private_key_encrypted)
-            if h.private_key_encrypted
-            else None,
-            credential_ref=h.credential_ref,
-            data_address=h.data_address,
-            host_key=h.host_key,
-            install_prefix=h.install_prefix,
-        )
-        for h in (hosts[n] for n in names)
-    ]

@@ -18,17 +18,18 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
-from api.auth import authenticate
 from api.deps import DbSession, get_session
-from api.errors import CCBenchError, NotFound
+from api.errors import status_of
 from api.experiments import repository, service
+from api.experiments.export import compare
+from api.experiments.report import build_experiment_report
 from api.experiments.schemas import RunSummary
-from api.exports import compare
-from api.reports import build_experiment_report
-from api.runs.endpoints import get_run
+from api.runs import service as runs
 from ccbench.db.models import Team
+from ccbench.errors import CCBenchError, NotFound
 from ccbench.plots.model import comparison_figure_data, run_figure_data
 from ccbench.plots.web import plotly_figure
+from ccbench.teams import authenticate
 from ccbench.version import CCBENCH_VERSION
 from schemas import AggregateMetrics
 
@@ -173,7 +174,7 @@ def experiment_page(
             comparison = compare(report, metric, x, by).model_dump(mode="json")
             compare_figure = _figure_json(plotly_figure(comparison_figure_data(comparison)))
         except CCBenchError as exc:
-            error, status_code = exc.message, exc.status_code
+            error, status_code = exc.message, status_of(exc)
     runs = [RunSummary.model_validate(r, from_attributes=True) for r in repository.runs_of(
         session, experiment.id)]  # fmt: skip
     return _render(
@@ -197,7 +198,7 @@ def experiment_page(
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: str, session: DbSession, team: PageTeam) -> Response:
-    detail = get_run(run_id, session, team).model_dump(mode="json")
+    detail = runs.run_detail(session, team, run_id).model_dump(mode="json")
     figures = [_figure_json(plotly_figure(f)) for f in run_figure_data(detail)]
     return _render(
         request,

@@ -1,4 +1,4 @@
-"""Every metric's definition, once. Names match the report schema and DESIGN.md; values are SI.
+"""Every metric's definition, once. Names match the report schema; values are SI.
 
 Windows: a metric over a run uses the measurement window [t0 + skip_start, t0 + duration],
 intersected with each flow's own active period, where t0 is the run's common start time."""

@@ -18,7 +18,7 @@ from schemas import (
     Check,
     ExperimentSpec,
     FlowMetrics,
-    RunSummary,
+    RunResult,
 )
 
 MAX_SERIES_POINTS = 2000
@@ -34,7 +34,7 @@ class AnalysisError(Exception):
 @dataclass
 class RunAnalysis:
     flows: list[FlowMetrics]
-    summary: RunSummary
+    summary: RunResult
     series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
 
 
@@ -199,7 +199,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     else:
         applied, checks = _emulated_conditions(spec, provenance, queue, min_rtts, flows)
     return RunAnalysis(
-        flows, RunSummary(aggregate=aggregate, applied=applied, checks=checks), series
+        flows, RunResult(aggregate=aggregate, applied=applied, checks=checks), series
     )
 
 

@@ -69,3 +69,20 @@ def heartbeat(session: Session, run_id: str, attempt: int, now: datetime | None 
     )
     assert isinstance(result, CursorResult)
     return result.rowcount == 1
+
+
+def cancel_queued(session: Session, experiment_id: str, reason: str = "cancelled by user") -> int:
+    """Cancel every run of the experiment that no worker has claimed yet; how many were."""
+    result = session.execute(
+        update(Run)
+        .where(Run.experiment_id == experiment_id, Run.status == RunStatus.queued.value)
+        .values(status=RunStatus.cancelled.value, finished_at=utcnow(), error=reason)
+        .execution_options(synchronize_session=False)
+    )
+    assert isinstance(result, CursorResult)
+    return result.rowcount
+
+
+def active_run_ids(session: Session) -> list[str]:
+    """Runs a worker is executing now (provisioning .. analyzing)."""
+    return list(session.scalars(select(Run.id).where(Run.status.in_([s.value for s in ACTIVE]))))

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from ccbench.settings import get_settings
 from tests.hoststate import HostState
 from tests.sshhosts import PREFIX, SshHosts
-from workers.testbeds.hosts import ansible
+from workers.testbeds.hosts import ansible, errors, inventory
 
 pytestmark = pytest.mark.root
 
@@ -42,7 +43,7 @@ def artifacts(tmp: Path, **changes: Any) -> dict[str, Any]:
     snapshot = tmp / "agents"
     snapshot.mkdir(exist_ok=True)
     for binary in ("ccbench-agent", "ccbench-link"):
-        shutil.copy2(ansible.AGENTS_DIR / binary, snapshot / binary)
+        shutil.copy2(get_settings().agents_dir / binary, snapshot / binary)
     return {
         "agent_binary": str(snapshot / "ccbench-agent"),
         "link_binary": str(snapshot / "ccbench-link"),
@@ -154,7 +155,7 @@ def test_provision_twice_changes_nothing_the_second_time(hosts: SshHosts, tmp_pa
 
 def test_missing_controller_fails_before_anything_runs(hosts: SshHosts, tmp_path: Path) -> None:
     wanted = artifacts(tmp_path, congestion_controls=["reno", "ccbnone"])
-    with pytest.raises(ansible.CapabilityMissing) as caught:
+    with pytest.raises(errors.CapabilityMissing) as caught:
         ansible.provision(hosts.as_dicts(), wanted)
     assert caught.value.host in ("h1", "h2")
     assert set(caught.value.hosts) == {"h1", "h2"}
@@ -209,7 +210,7 @@ def test_missing_controller_fails_the_trial_before_anything_starts(
     ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
     log: list[str] = []
     trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "ccbnone", 3)
-    with pytest.raises(ansible.CapabilityMissing) as caught:
+    with pytest.raises(errors.CapabilityMissing) as caught:
         ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out", on_log=log.append)
     assert caught.value.host == "h1" and caught.value.hosts == ["h1"]
     assert "congestion control ccbnone is not available in kernel" in str(caught.value)
@@ -224,7 +225,7 @@ def test_failing_sender_is_named_with_its_error(hosts: SshHosts, tmp_path: Path)
     ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
     trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "ccbnone", 3, check_cc=False)
     started = time.monotonic()
-    with pytest.raises(ansible.TaskFailed) as caught:
+    with pytest.raises(errors.TaskFailed) as caught:
         ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out")
     assert time.monotonic() - started < 15
     assert caught.value.host == "h1" and caught.value.hosts == ["h1"]
@@ -244,7 +245,7 @@ def test_trial_timeout_is_reported_and_cleaned_up(hosts: SshHosts, tmp_path: Pat
     with ThreadPoolExecutor(max_workers=1) as pool:
         concurrent = pool.submit(ansible.run_trial, hosts.as_dicts(), other, tmp_path / "other")
         trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:5001", "reno", 30)
-        with pytest.raises(ansible.PlaybookTimeout) as caught:
+        with pytest.raises(errors.PlaybookTimeout) as caught:
             ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out", timeout_s=6)
         assert "trial.yml did not finish within 6 s on hosts h1, h2" in str(caught.value)
         # The killed trial's cleanup happened while the other trial's flow was running.
@@ -266,7 +267,7 @@ def test_unreachable_host_is_named_and_the_others_are_left_clean(
 ) -> None:
     ansible.provision(hosts.as_dicts(), artifacts(tmp_path))
     hosts.stop_sshd("h2")
-    with pytest.raises(ansible.HostUnreachable) as caught:
+    with pytest.raises(errors.HostUnreachable) as caught:
         ansible.probe(hosts.as_dicts())
     assert caught.value.host == "h2" and caught.value.hosts == ["h2"]
     assert caught.value.reason == "connection refused", str(caught.value)
@@ -276,7 +277,7 @@ def test_unreachable_host_is_named_and_the_others_are_left_clean(
     # fails naming h2, and h1's receiver does not keep running.
     trial = tcp_trial("h2", "h1", f"{hosts['h1'].address}:5001", "reno", TRIAL_DURATION_S)
     log: list[str] = []
-    with pytest.raises(ansible.HostUnreachable) as caught:
+    with pytest.raises(errors.HostUnreachable) as caught:
         ansible.run_trial(hosts.as_dicts(), trial, tmp_path, on_log=log.append)
     assert caught.value.host == "h2"
     assert any("ok          h1 | Trial | Check the agents" in line for line in log)
@@ -295,7 +296,7 @@ def test_wrong_host_key_is_refused(hosts: SshHosts, tmp_path: Path) -> None:
     )
     wrong = tmp_path / "known_hosts"
     wrong.write_text(h2_key.replace(h2.address, h1.address, 1) + "\n")
-    with pytest.raises(ansible.HostUnreachable) as caught:
+    with pytest.raises(errors.HostUnreachable) as caught:
         ansible.probe([{**h1.as_dict(), "known_hosts_path": str(wrong)}])
     assert caught.value.host == "h1"
     assert caught.value.reason == "host key verification failed"
@@ -337,18 +338,18 @@ def test_cleanup_stops_leftover_agents_and_uninstalls(hosts: SshHosts, tmp_path:
 
 
 def test_bad_descriptions_name_the_field(tmp_path: Path) -> None:
-    with pytest.raises(ansible.HostSpecError, match="field 'address' is required"):
-        ansible.parse_hosts([{"name": "h1"}])
-    with pytest.raises(ansible.HostSpecError, match="host names must be unique"):
-        ansible.parse_hosts([{"name": "a", "address": "x"}, {"name": "a", "address": "y"}])
-    with pytest.raises(ansible.HostSpecError, match="unknown field"):
-        ansible.parse_hosts([{"name": "a", "address": "x", "adress": "y"}])
+    with pytest.raises(errors.HostSpecError, match="field 'address' is required"):
+        inventory.parse_hosts([{"name": "h1"}])
+    with pytest.raises(errors.HostSpecError, match="host names must be unique"):
+        inventory.parse_hosts([{"name": "a", "address": "x"}, {"name": "a", "address": "y"}])
+    with pytest.raises(errors.HostSpecError, match="unknown field"):
+        inventory.parse_hosts([{"name": "a", "address": "x", "adress": "y"}])
     hosts = [{"name": "a", "address": "10.0.0.1"}]
-    with pytest.raises(ansible.HostSpecError, match=r"senders\[0\]: host 'b' is not among"):
+    with pytest.raises(errors.HostSpecError, match=r"senders\[0\]: host 'b' is not among"):
         ansible.run_trial(
             hosts,
             {"senders": [{"host": "b", "name": "f", "args": ["send"], "duration_s": 1}]},
             tmp_path,
         )
-    with pytest.raises(ansible.HostSpecError, match="field 'agent_binary'"):
+    with pytest.raises(errors.HostSpecError, match="field 'agent_binary'"):
         ansible.provision(hosts, {"agent_binary": str(tmp_path / "missing")})

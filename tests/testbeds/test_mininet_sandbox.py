@@ -17,8 +17,9 @@ from ccbench.settings import REPO_ROOT, get_settings
 from schemas import ExperimentSpec
 from tests.hoststate import HostState
 from workers.planning import plan_for_spec
+from workers.testbeds.base import TestbedResult
 from workers.testbeds.mininet.probe import probe_host
-from workers.testbeds.mininet.runner import SandboxResult, run_sandbox
+from workers.testbeds.mininet.runner import MininetTestbed
 
 pytestmark = pytest.mark.root
 
@@ -38,10 +39,10 @@ def spec_with(**changes: Any) -> ExperimentSpec:
     return ExperimentSpec.model_validate(raw)
 
 
-def run(spec: ExperimentSpec, run_dir: Path) -> tuple[SandboxResult, list[dict[str, Any]]]:
+def run(spec: ExperimentSpec, run_dir: Path) -> tuple[TestbedResult, list[dict[str, Any]]]:
     events: list[dict[str, Any]] = []
     plan = plan_for_spec(spec, run_id="sandbox-test", out_dir=run_dir, settings=get_settings())
-    result = run_sandbox(plan, on_event=events.append, should_cancel=lambda: False, deadline_s=60)
+    result = MininetTestbed().run(plan, events=events.append, cancel=lambda: False, deadline_s=60)
     return result, events
 
 

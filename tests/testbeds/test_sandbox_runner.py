@@ -18,7 +18,7 @@ import pytest
 from ccbench.analysis.packetlog import read_packet_log
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
-from workers.testbeds.mininet.plan import (
+from workers.plan import (
     TCP_BUFFER_CAP_BYTES,
     TCP_BUFFER_DEFAULT_MAX_BYTES,
     FlowPlan,
@@ -26,7 +26,8 @@ from workers.testbeds.mininet.plan import (
     Plan,
     tcp_buffer_max_bytes,
 )
-from workers.testbeds.mininet.runner import SandboxResult, run_sandbox
+from workers.testbeds.base import TestbedResult
+from workers.testbeds.mininet.runner import MininetTestbed
 from workers.testbeds.mininet.topology import chain
 
 RATE_BPS = 10e6
@@ -77,7 +78,7 @@ def test_plan_round_trips_through_the_system_python(tmp_path: Path) -> None:
     assert Plan.from_json(plan.to_json()) == plan
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from workers.testbeds.mininet.plan import Plan;"
+        "from workers.plan import Plan;"
         "print(Plan.from_json(sys.stdin.read()).to_json())"
     )
     out = subprocess.run(
@@ -92,6 +93,17 @@ def test_plan_round_trips_through_the_system_python(tmp_path: Path) -> None:
         Plan.from_json(plan.to_json().replace('"buffer_bytes": null', '"buffer_bytes": 50000'))
     with pytest.raises(ValueError, match="delay_mechanism applies to link_mechanism tc only"):
         dumbbell(tmp_path, 6.0, link_mechanism="emulator", delay_mechanism="netem")
+
+
+def test_the_sandbox_imports_under_the_system_python() -> None:
+    """Everything sandbox.py imports must exist without the worker's venv (stdlib + Mininet)."""
+    script = (
+        "import sys, runpy; sys.path.insert(0, sys.argv[1]);"
+        "runpy.run_path(sys.argv[1] + '/workers/testbeds/mininet/sandbox.py', run_name='check')"
+    )
+    done = subprocess.run(["/usr/bin/python3", "-c", script, str(REPO_ROOT)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 def test_dumbbell_addresses_and_routes() -> None:
@@ -137,10 +149,10 @@ def test_dumbbell_rate_rtt_and_buffer(tmp_path: Path, link_mechanism: str) -> No
     before = HostState.capture()
     duration = 6.0
     events: list[dict[str, Any]] = []
-    result = run_sandbox(
+    result = MininetTestbed().run(
         dumbbell(tmp_path, duration, link_mechanism),
-        on_event=events.append,
-        should_cancel=lambda: False,
+        events=events.append,
+        cancel=lambda: False,
         deadline_s=60,
     )
     assert result.status == "done", result.describe()
@@ -198,7 +210,7 @@ def test_dumbbell_rate_rtt_and_buffer(tmp_path: Path, link_mechanism: str) -> No
     assert leftovers(before, tmp_path) == []
 
 
-def _stopped_run(tmp_path: Path, cancel_after_s: float | None, deadline_s: float) -> SandboxResult:
+def _stopped_run(tmp_path: Path, cancel_after_s: float | None, deadline_s: float) -> TestbedResult:
     """A 30 s run stopped by cancellation (cancel_after_s after it started running) or by its
     deadline; returns the result after checking how fast it stopped and what it left."""
     before = HostState.capture()
@@ -218,10 +230,10 @@ def _stopped_run(tmp_path: Path, cancel_after_s: float | None, deadline_s: float
         return True
 
     started = time.monotonic()
-    result = run_sandbox(
+    result = MininetTestbed().run(
         dumbbell(tmp_path, 30.0, "emulator"),
-        on_event=on_event,
-        should_cancel=should_cancel,
+        events=on_event,
+        cancel=should_cancel,
         deadline_s=deadline_s,
     )
     ended = time.monotonic()
@@ -265,10 +277,10 @@ def test_emulator_killed_alone_mid_run_fails_the_run_and_leaves_nothing(tmp_path
             subprocess.run(["kill", "-KILL", found[0]], check=True)
             killed.append(found[0])
 
-    result = run_sandbox(
+    result = MininetTestbed().run(
         dumbbell(tmp_path, 20.0, "emulator"),
-        on_event=on_event,
-        should_cancel=lambda: False,
+        events=on_event,
+        cancel=lambda: False,
         deadline_s=60,
     )
     assert killed
@@ -296,7 +308,7 @@ def test_concurrent_runs_do_not_interfere(tmp_path: Path) -> None:
     )
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [
-            pool.submit(run_sandbox, plan, lambda e: None, lambda: False, 60)
+            pool.submit(MininetTestbed().run, plan, lambda e: None, lambda: False, 60)
             for plan in (slow, fast)
         ]
         results = [future.result() for future in futures]
@@ -328,7 +340,7 @@ def test_concurrent_runs_do_not_interfere(tmp_path: Path) -> None:
 def test_demanded_netem_fails_clearly_when_missing(tmp_path: Path) -> None:
     events: list[dict[str, Any]] = []
     plan = dumbbell(tmp_path, 4.0, link_mechanism="tc", delay_mechanism="netem")
-    result = run_sandbox(plan, events.append, lambda: False, deadline_s=60)
+    result = MininetTestbed().run(plan, events.append, lambda: False, deadline_s=60)
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     if provenance["capabilities"]["netem"]:
         pytest.skip("this kernel has netem")
@@ -341,9 +353,8 @@ def test_demanded_netem_fails_clearly_when_missing(tmp_path: Path) -> None:
 @pytest.mark.root
 def test_sandbox_that_cannot_start_is_an_error(tmp_path: Path) -> None:
     plan = dumbbell(tmp_path, 4.0)
-    result = run_sandbox(
-        plan, lambda e: None, lambda: False, deadline_s=30, sandbox_python="/nonexistent/python3"
-    )
+    testbed = MininetTestbed(sandbox_python="/nonexistent/python3")
+    result = testbed.run(plan, lambda e: None, lambda: False, deadline_s=30)
     assert result.status == "error" and result.returncode not in (0, None)
     assert result.message is not None and "/nonexistent/python3" in result.message
 
@@ -366,7 +377,7 @@ def test_agent_that_fails_to_start_is_reported(tmp_path: Path) -> None:
     )
     fake.chmod(0o755)
     plan = dataclasses.replace(dumbbell(tmp_path / "run", 4.0, "emulator"), agents_dir=str(agents))
-    result = run_sandbox(plan, lambda e: None, lambda: False, deadline_s=30)
+    result = MininetTestbed().run(plan, lambda e: None, lambda: False, deadline_s=30)
     assert result.status == "error"
     assert result.message == (
         'ccbench-link 0 forward on r1 did not start: {"error": "cannot bind NFQUEUE queue 0"}'

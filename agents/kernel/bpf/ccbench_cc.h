@@ -1,7 +1,7 @@
 /* Shared by ccbench's BPF congestion controllers: Reno's building blocks, written out (not the
  * kernel's kfuncs) so that the `reno` clone checks this harness against the built-in reno.
  *
- * Conventions (see DESIGN.md, "BPF congestion controllers"):
+ * Conventions (docs/contracts.md, "BPF congestion controllers"):
  * - Tunables are `const volatile` globals in .rodata. ccbench's loader (workers/bpf.py) writes
  *   the spec's values into the object before registering it, so no recompilation is needed.
  * - The struct_ops `.name` is a placeholder `ccb_<id>`; the loader renames each registration

@@ -1,10 +1,11 @@
 """The `hosts` testbed: one run between a team's registered hosts, in one Ansible play.
 
-    inventory (api.hosts) -> keys and pinned host keys in <run_dir>/ssh (removed afterwards)
-    -> trial description (same agent flags as the Mininet backend: plan.receiver_args,
-       sender_args, emulator_args) -> ansible.run_trial: preflight, router emulators and
-       rules, receivers, path measurements, senders at a common start, fetch, cleanup
-    -> provenance.json (hosts, kernels, agent versions, base RTT, path MTU, clock offsets)
+    inventory (ccbench.hosts) -> keys and pinned host keys in <run_dir>/ssh (removed
+    afterwards) -> trial description (the plan's command lines, as on the mininet testbed:
+    workers.plan.receiver_args, sender_args, emulator_args) -> ansible.run_trial: preflight,
+    router emulators and rules, receivers, path measurements, senders at a common start,
+    fetch, cleanup -> provenance.json (hosts, kernels, agent versions, base RTT, path MTU,
+    clock offsets)
 
 Hosts are provisioned on demand: when the trial's preflight finds an agent that is not this
 worker's build (or a loadable congestion control not loaded), provision.yml runs once and the
@@ -26,20 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api.hosts.service import HostAccess
-from schemas import ExperimentSpec
-from schemas.spec import Dumbbell
-from workers.testbeds.hosts import ansible
-from workers.testbeds.mininet.plan import (
-    FlowPlan,
-    emulator_args,
-    receiver_args,
-    sender_args,
-    trace_file_text,
-)
-from workers.testbeds.mininet.runner import SandboxResult
+from ccbench import rundir
+from ccbench.errors import NotFound
+from ccbench.hosts import HostAccess, load_access
+from workers.plan import Plan, emulator_args, receiver_args, sender_args, trace_file_text
+from workers.testbeds.base import CancelCheck, EventSink, TestbedResult
+from workers.testbeds.hosts import ansible, errors
 
-RUN_LOG = "run.log"
 PORT_BASE = 20000  # receivers listen on PORT_BASE + 10 * slot + flow index
 PORT_SLOTS = 4000
 QUEUE_BASE = 2000  # the router's NFQUEUE numbers: QUEUE_BASE + 2 * slot (+1 for ACKs)
@@ -50,22 +44,12 @@ class HostsRunError(Exception):
     """The run cannot start on the hosts (the message names the host and the field)."""
 
 
-def flow_address(host: HostAccess) -> str:
-    """Where flows to the host are sent: its experiment-network address, else its SSH one."""
-    return host.data_address or host.address
-
-
 def load_hosts(team_id: str, names: Sequence[str]) -> list[HostAccess]:
-    """The named hosts of the team, keys decrypted (api.hosts.service.access_for)."""
-    from api.errors import NotFound
-    from api.hosts.service import access_for
-    from ccbench.db.session import session_scope
-
-    with session_scope() as session:
-        try:
-            return access_for(session, team_id, names)
-        except NotFound as exc:
-            raise HostsRunError(f"testbed hosts: {exc}") from exc
+    """The named hosts of the team, keys decrypted (ccbench.hosts)."""
+    try:
+        return load_access(team_id, names)
+    except NotFound as exc:
+        raise HostsRunError(f"testbed hosts: {exc}") from exc
 
 
 def write_credentials(records: Sequence[HostAccess], ssh_dir: Path) -> list[dict[str, Any]]:
@@ -126,40 +110,30 @@ class TrialPlan:
     congestion_controls: list[str]  # the kernel controllers the senders select
 
 
-def trial_for_spec(
-    spec: ExperimentSpec,
-    records: Sequence[HostAccess],
-    flows: Sequence[FlowPlan],
-    *,
-    run_id: str,
-    agents_dir: Path,
-) -> TrialPlan:
+def trial_for_plan(plan: Plan, records: Sequence[HostAccess]) -> TrialPlan:
     """The trial description of one run (ansible.run_trial's format)."""
     by_name = {r.name: r for r in records}
-    slot = zlib.crc32(run_id.encode())
+    agents_dir = Path(plan.agents_dir)
+    slot = zlib.crc32(plan.run_id.encode())
     port0 = PORT_BASE + 10 * (slot % PORT_SLOTS)
-    interval_ms = max(1, round(spec.sampling_interval * 1000))
-    assert spec.seed is not None
     receivers: list[dict[str, Any]] = []
     senders: list[dict[str, Any]] = []
     paths: list[dict[str, Any]] = []
-    for flow, spec_flow in zip(flows, spec.flows, strict=True):
-        assert spec_flow.src is not None and spec_flow.dst is not None
+    for flow in plan.flows:
+        assert flow.src is not None and flow.dst is not None  # the spec requires them on hosts
         i, port = flow.index, port0 + flow.index
-        address = flow_address(by_name[spec_flow.dst])
+        address = by_name[flow.dst].flow_address
         receivers.append({
-            "host": spec_flow.dst, "name": f"flow-{i}.recv", "files": [f"flow-{i}.recv.jsonl"],
-            "args": [*receiver_args(flow, f"0.0.0.0:{port}", interval_ms),
-                     "--out", f"flow-{i}.recv.jsonl"],
+            "host": flow.dst, "name": f"flow-{i}.recv", "files": [rundir.receiver_log(i)],
+            "args": receiver_args(flow, f"0.0.0.0:{port}", plan.interval_ms),
         })  # fmt: skip
         senders.append({
-            "host": spec_flow.src, "name": f"flow-{i}.send", "files": [f"flow-{i}.send.jsonl"],
+            "host": flow.src, "name": f"flow-{i}.send", "files": [rundir.sender_log(i)],
             "cc": flow.algorithm if flow.agent == "kernel" else "",
             "start_s": flow.start_s, "duration_s": flow.duration_s,
-            "args": [*sender_args(flow, f"{address}:{port}", interval_ms, spec.seed),
-                     "--out", f"flow-{i}.send.jsonl"],
+            "args": sender_args(flow, f"{address}:{port}", plan.interval_ms, plan.seed),
         })  # fmt: skip
-        paths.append({"host": spec_flow.src, "name": f"flow-{i}", "address": address})
+        paths.append({"host": flow.src, "name": f"flow-{i}", "address": address})
     agent_sha = sha256_of(agents_dir / "ccbench-agent")
     binaries: dict[str, list[dict[str, str]]] = {
         name: [{"name": "ccbench-agent", "sha256": agent_sha}]
@@ -171,26 +145,24 @@ def trial_for_spec(
         "paths": paths,
         "binaries": binaries,
     }
-    router = spec.testbed.router
+    router = plan.router
     if router is not None:
-        from workers.planning import link_plan
-
-        assert isinstance(spec.topology, Dumbbell)
-        link = link_plan(spec.topology.bottleneck)
+        (link,) = plan.links  # the spec allows the dumbbell only with a router
         queue = QUEUE_BASE + 2 * (slot % QUEUE_SLOTS)
         trial["emulators"] = [
-            {"host": router, "name": "link-0-data",
-             "files": ["link-0-data.bin", "link-0-data.json"],
-             "args": emulator_args(link, 0, queue, spec.seed, "", forward=True)},
-            {"host": router, "name": "link-0-ack", "files": ["link-0-ack.json"],
-             "args": emulator_args(link, 0, queue + 1, spec.seed, "", forward=False)},
+            {"host": router, "name": rundir.link_name(0, forward=True),
+             "files": [rundir.link_packet_log(0), rundir.link_stats(0)],
+             "args": emulator_args(link, 0, queue, plan.seed, forward=True)},
+            {"host": router, "name": rundir.link_name(0, forward=False),
+             "files": [rundir.link_stats(0, forward=False)],
+             "args": emulator_args(link, 0, queue + 1, plan.seed, forward=False)},
         ]  # fmt: skip
         trial["router"] = {
             "host": router,
-            "receivers": sorted({flow_address(by_name[f.dst]) for f in spec.flows if f.dst}),
+            "receivers": sorted({by_name[f.dst].flow_address for f in plan.flows if f.dst}),
             "forward_queue": queue,
             "reverse_queue": queue + 1,
-            "files": [{"name": "link-0.trace", "content": trace_file_text(link)}]
+            "files": [{"name": rundir.link_trace(0), "content": trace_file_text(link)}]
             if link.trace_ms
             else [],
         }
@@ -255,58 +227,66 @@ class CancelPoll:
         return self.cancelled or self.error is not None
 
 
-def run_hosts(
-    spec: ExperimentSpec,
-    flows: Sequence[FlowPlan],
-    *,
-    run_id: str,
-    run_dir: Path,
-    load: Callable[[], Sequence[HostAccess]],
-    agents_dir: Path,
-    on_event: Callable[[dict[str, Any]], None],
-    should_cancel: Callable[[], bool],
-    deadline_s: float,
-    poll_s: float = 0.5,
-) -> SandboxResult:
-    """Run the spec's trial on the hosts `load` returns (the inventory's records, or
-    HostsRunError); the run's files land in run_dir."""
-    started = time.monotonic()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    log = RunLog(run_dir / RUN_LOG, on_event)
-    ssh_dir = run_dir / "ssh"
-    provenance: dict[str, Any] = {"testbed": "hosts"}
-    on_event({"event": "phase", "phase": "provisioning"})
-    cancel = CancelPoll(should_cancel, poll_s)
-    try:
-        records = load()
-        hosts = write_credentials(records, ssh_dir)
-        plan = trial_for_spec(spec, records, flows, run_id=run_id, agents_dir=agents_dir)
-        provenance.update(_describe_hosts(spec, records))
-        result = _trial_provisioning_on_demand(
-            hosts, plan, run_dir, log, cancel, started, deadline_s, agents_dir, provenance
-        )
-    except HostsRunError as exc:
-        return _failed(run_dir, provenance, str(exc), started)
-    except ansible.PlaybookCancelled:
+class HostsTestbed:
+    """The `hosts` testbed (workers.testbeds.base.Testbed): the plan's flows between registered
+    hosts, whose access `load_hosts` gives by name (the inventory's records, or
+    HostsRunError)."""
+
+    def __init__(
+        self, load_hosts: Callable[[Sequence[str]], Sequence[HostAccess]], poll_s: float = 0.5
+    ) -> None:
+        self.load_hosts = load_hosts
+        self.poll_s = poll_s
+
+    def run(
+        self, plan: Plan, events: EventSink, cancel: CancelCheck, deadline_s: float
+    ) -> TestbedResult:
+        """Run the plan's trial; the run's files land in plan.run_dir."""
+        started = time.monotonic()
+        run_dir = Path(plan.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = RunLog(run_dir / rundir.RUN_LOG, events)
+        ssh_dir = run_dir / rundir.SSH_DIR
+        provenance: dict[str, Any] = {"testbed": "hosts"}
+        events({"event": "phase", "phase": "provisioning"})
+        poll = CancelPoll(cancel, self.poll_s)
+        try:
+            records = self.load_hosts(host_names(plan))
+            hosts = write_credentials(records, ssh_dir)
+            trial = trial_for_plan(plan, records)
+            provenance.update(_describe_hosts(plan, records))
+            result = _trial_provisioning_on_demand(
+                hosts, trial, run_dir, log, poll, started, deadline_s, Path(plan.agents_dir),
+                provenance,
+            )  # fmt: skip
+        except HostsRunError as exc:
+            return _failed(run_dir, provenance, str(exc), started)
+        except errors.PlaybookCancelled:
+            _write_provenance(run_dir, provenance)
+            if poll.error is not None:
+                raise poll.error from None
+            return TestbedResult("cancelled", None, None, time.monotonic() - started)
+        except errors.PlaybookTimeout as exc:
+            _write_provenance(run_dir, provenance)
+            return TestbedResult("timeout", str(exc), None, time.monotonic() - started)
+        except errors.HostsError as exc:
+            return _failed(run_dir, provenance, f"hosts testbed: {exc}", started)
+        finally:
+            shutil.rmtree(ssh_dir, ignore_errors=True)
+        provenance.update(_measured(plan, result, run_dir))
         _write_provenance(run_dir, provenance)
-        if cancel.error is not None:
-            raise cancel.error from None
-        return SandboxResult("cancelled", None, None, time.monotonic() - started)
-    except ansible.PlaybookTimeout as exc:
-        _write_provenance(run_dir, provenance)
-        return SandboxResult("timeout", str(exc), None, time.monotonic() - started)
-    except ansible.HostsError as exc:
-        return _failed(run_dir, provenance, f"hosts testbed: {exc}", started)
-    finally:
-        shutil.rmtree(ssh_dir, ignore_errors=True)
-    provenance.update(_measured(spec, result, run_dir))
-    _write_provenance(run_dir, provenance)
-    return SandboxResult("done", None, 0, time.monotonic() - started)
+        return TestbedResult("done", None, 0, time.monotonic() - started)
+
+
+def host_names(plan: Plan) -> list[str]:
+    """Every host the run uses: senders and receivers in flow order, then the router."""
+    names = [n for f in plan.flows for n in (f.src, f.dst) if n is not None]
+    return list(dict.fromkeys([*names, *([plan.router] if plan.router else [])]))
 
 
 def _trial_provisioning_on_demand(
     hosts: list[dict[str, Any]],
-    plan: TrialPlan,
+    trial: TrialPlan,
     run_dir: Path,
     log: RunLog,
     cancel: CancelPoll,
@@ -318,45 +298,45 @@ def _trial_provisioning_on_demand(
     def remaining() -> float:
         left = deadline_s - (time.monotonic() - started)
         if left <= 0:
-            raise ansible.PlaybookTimeout("the run", deadline_s, [h["name"] for h in hosts])
+            raise errors.PlaybookTimeout("the run", deadline_s, [h["name"] for h in hosts])
         return left
 
     trial_id = f"run-{run_dir.parent.name[-12:]}-{run_dir.name.rsplit('-', 1)[-1]}"
     provenance["provisioned"] = []
     try:
-        return ansible.run_trial(hosts, plan.trial, run_dir, on_log=log, timeout_s=remaining(),
+        return ansible.run_trial(hosts, trial.trial, run_dir, on_log=log, timeout_s=remaining(),
                                  should_cancel=cancel, trial_id=trial_id)  # fmt: skip
-    except ansible.NotProvisioned as exc:
+    except errors.NotProvisioned as exc:
         log(f"provisioning: {exc}")
     provision_started = time.monotonic()
     artifacts = ansible.Artifacts.from_dict({
         "agent_binary": str(agents_dir / "ccbench-agent"),
         "link_binary": str(agents_dir / "ccbench-link"),
-        "congestion_controls": plan.congestion_controls,
+        "congestion_controls": trial.congestion_controls,
     })  # fmt: skip
     ansible.provision(hosts, artifacts, on_log=log, timeout_s=min(remaining(), 600))
     provenance["provisioned"] = [h["name"] for h in hosts]
     provenance["provision_s"] = round(time.monotonic() - provision_started, 3)
-    return ansible.run_trial(hosts, plan.trial, run_dir, on_log=log, timeout_s=remaining(),
+    return ansible.run_trial(hosts, trial.trial, run_dir, on_log=log, timeout_s=remaining(),
                              should_cancel=cancel, trial_id=trial_id)  # fmt: skip
 
 
-def _describe_hosts(spec: ExperimentSpec, records: Sequence[HostAccess]) -> dict[str, Any]:
+def _describe_hosts(plan: Plan, records: Sequence[HostAccess]) -> dict[str, Any]:
     described = {
         r.name: {"address": r.address, "port": r.port, "user": r.user,
-                 "data_address": flow_address(r), "host_key_pinned": r.host_key is not None}
+                 "data_address": r.flow_address, "host_key_pinned": r.host_key is not None}
         for r in records
     }  # fmt: skip
-    routed = spec.testbed.router is not None
+    routed = plan.router is not None
     return {
         "hosts": described,
-        "router": spec.testbed.router,
+        "router": plan.router,
         "link_mechanism": "emulator" if routed else "none",
         "delay_mechanism": "emulator" if routed else None,
     }
 
 
-def _measured(spec: ExperimentSpec, result: ansible.TrialResult, run_dir: Path) -> dict[str, Any]:
+def _measured(plan: Plan, result: ansible.TrialResult, run_dir: Path) -> dict[str, Any]:
     """What the trial's modules found: per host kernel and agent versions, per flow the path
     (ping RTT, MTU) and the receiver's clock offset, and the router's rules."""
     out: dict[str, Any] = {"start_ts": result.start_at, "host_reports": {}}
@@ -371,7 +351,7 @@ def _measured(spec: ExperimentSpec, result: ansible.TrialResult, run_dir: Path) 
     }
     out["paths"] = paths
     offsets = {}
-    for i in range(len(spec.flows)):
+    for i in range(len(plan.flows)):
         clock = (paths.get(f"flow-{i}") or {}).get("clock") or {}
         if clock.get("offset_s") is not None:
             offsets[str(i)] = clock["offset_s"]
@@ -379,22 +359,23 @@ def _measured(spec: ExperimentSpec, result: ansible.TrialResult, run_dir: Path) 
     rtts = [p["ping_rtt_s"] for p in paths.values() if p.get("ping_rtt_s")]
     if rtts:
         out["ping_rtt_s"] = min(rtts, key=lambda r: float(r["min"]))
-    for name in ("link-0-data", "link-0-ack"):
-        stats = run_dir / f"{name}.json"
+    for forward in (True, False):
+        stats = run_dir / rundir.link_stats(0, forward)
         if stats.exists():
             with contextlib.suppress(ValueError):
-                out.setdefault("emulator_counters", {})[name] = json.loads(stats.read_text())
+                counters = out.setdefault("emulator_counters", {})
+                counters[rundir.link_name(0, forward)] = json.loads(stats.read_text())
     return out
 
 
 def _write_provenance(run_dir: Path, provenance: dict[str, Any]) -> None:
-    (run_dir / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str))
+    (run_dir / rundir.PROVENANCE).write_text(json.dumps(provenance, indent=2, default=str))
 
 
 def _failed(
     run_dir: Path, provenance: dict[str, Any], message: str, started: float
-) -> SandboxResult:
+) -> TestbedResult:
     _write_provenance(run_dir, provenance)
-    with (run_dir / RUN_LOG).open("a") as handle:
+    with (run_dir / rundir.RUN_LOG).open("a") as handle:
         handle.write(f"{time.strftime('%H:%M:%S')} error: {message}\n")
-    return SandboxResult("error", message, None, time.monotonic() - started)
+    return TestbedResult("error", message, None, time.monotonic() - started)

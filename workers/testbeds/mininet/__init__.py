@@ -1,5 +1,6 @@
 """The local emulated testbed: a Mininet network inside a per-run sandbox (fresh network, PID and
 mount namespaces), so concurrent runs and their cleanup never touch each other or the host.
 
-`plan`, `topology` and `probe` are stdlib-only: they run under the worker's venv Python and
-under the system Python that has Mininet (`sandbox.py`)."""
+`sandbox.py` runs under the system Python that has Mininet: it and what it imports (`topology`,
+`probe`, workers/plan.py, ccbench/rundir.py) use the standard library only; `runner.py`
+(MininetTestbed) runs in the worker."""

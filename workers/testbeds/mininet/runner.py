@@ -1,5 +1,6 @@
-"""Start a run's sandbox and follow it: events on a reader thread, cancellation and the deadline
-checked on the caller's thread, and the child always reaped.
+"""The local testbed: a run's sandbox, started and followed. Events come on a reader thread,
+cancellation and the deadline are checked on the caller's thread, and the child is always
+reaped.
 
 The sandbox is `unshare --net --pid --mount --fork --kill-child=SIGKILL` with PDEATHSIG=SIGKILL on
 the unshare process: if this worker dies, unshare dies, its child (PID 1 of the sandbox) gets
@@ -11,39 +12,26 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import logging
 import queue
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from ccbench import rundir
 from workers import bpf
-from workers.bpf_trace import TRACE_FILE, TraceRecorder
-from workers.testbeds.mininet.plan import Plan
+from workers.bpf_trace import TraceRecorder
+from workers.plan import Plan
+from workers.testbeds.base import CancelCheck, EventSink, Status, TestbedResult
 
 SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
 PR_SET_PDEATHSIG = 1
 
-Status = Literal["done", "error", "cancelled", "timeout"]
-
-
-@dataclass
-class SandboxResult:
-    status: Status
-    message: str | None
-    returncode: int | None
-    duration_s: float
-
-    def describe(self) -> str:
-        if self.status == "timeout":
-            return f"the run exceeded its time limit ({self.duration_s:.0f} s) and was stopped"
-        if self.status == "cancelled":
-            return "cancelled"
-        return self.message or f"the sandbox exited with code {self.returncode}"
+log = logging.getLogger(__name__)
 
 
 def _die_with_parent() -> None:
@@ -66,57 +54,75 @@ def sandbox_command(plan_path: Path, sandbox_python: str) -> list[str]:
     ]
 
 
-def run_sandbox(
-    plan: Plan,
-    on_event: Callable[[dict[str, Any]], None],
-    should_cancel: Callable[[], bool],
-    deadline_s: float,
-    poll_s: float = 0.2,
-    sandbox_python: str = "/usr/bin/python3",
-) -> SandboxResult:
-    """Register the run's BPF controllers (global, not namespaced), run the sandbox, and
-    unregister them whatever happened."""
-    if not plan.controllers:
-        return _run_sandbox(plan, on_event, should_cancel, deadline_s, poll_s, sandbox_python)
-    run_dir = Path(plan.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        with bpf.loaded(plan.controllers, run_dir):
-            recorder = TraceRecorder(run_dir / TRACE_FILE)
-            for controller in plan.controllers:
-                recorder.add(controller.name, run_dir / f"{controller.name}.bpf.o")
-            recorder.start()
-            try:
-                result = _run_sandbox(
-                    plan, on_event, should_cancel, deadline_s, poll_s, sandbox_python
-                )
-            finally:
-                trace = recorder.stop()
-    except bpf.BpfError as exc:
-        return SandboxResult("error", f"BPF congestion controllers: {exc}", None, 0.0)
-    # The sandbox wrote the provenance; the state trace is the worker's part of it.
-    provenance = run_dir / "provenance.json"
-    if provenance.exists():
-        data = json.loads(provenance.read_text())
-        data["bpf_trace"] = trace
-        provenance.write_text(json.dumps(data, indent=2))
-    return result
+class MininetTestbed:
+    """The `mininet` testbed (workers.testbeds.base.Testbed): the plan's network emulated in a
+    sandbox of its own on this host, with the run's BPF controllers registered around it."""
+
+    def __init__(
+        self,
+        sandbox_python: str = "/usr/bin/python3",
+        poll_s: float = 0.2,
+        active_runs: Callable[[], Iterable[str]] | None = None,
+    ) -> None:
+        self.sandbox_python = sandbox_python
+        self.poll_s = poll_s
+        # Run ids still active in the database: BPF controllers of any other run were left by
+        # a killed worker and are removed before this run registers its own.
+        self.active_runs = active_runs
+
+    def run(
+        self, plan: Plan, events: EventSink, cancel: CancelCheck, deadline_s: float
+    ) -> TestbedResult:
+        """Register the run's BPF controllers (global, not namespaced), run the sandbox, and
+        unregister them whatever happened."""
+        if not plan.controllers:
+            return self._sandbox(plan, events, cancel, deadline_s)
+        if self.active_runs is not None:
+            removed = bpf.sweep(self.active_runs())
+            if removed:
+                log.warning("unregistered BPF controllers left by dead runs: %s", removed)
+        run_dir = Path(plan.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            with bpf.loaded(plan.controllers, run_dir):
+                recorder = TraceRecorder(run_dir / rundir.BPF_TRACE)
+                for controller in plan.controllers:
+                    recorder.add(controller.name, run_dir / rundir.bpf_object(controller.name))
+                recorder.start()
+                try:
+                    result = self._sandbox(plan, events, cancel, deadline_s)
+                finally:
+                    trace = recorder.stop()
+        except bpf.BpfError as exc:
+            return TestbedResult("error", f"BPF congestion controllers: {exc}", None, 0.0)
+        # The sandbox wrote the provenance; the state trace is the worker's part of it.
+        provenance = run_dir / rundir.PROVENANCE
+        if provenance.exists():
+            data = json.loads(provenance.read_text())
+            data["bpf_trace"] = trace
+            provenance.write_text(json.dumps(data, indent=2))
+        return result
+
+    def _sandbox(
+        self, plan: Plan, events: EventSink, cancel: CancelCheck, deadline_s: float
+    ) -> TestbedResult:
+        return _run_sandbox(plan, events, cancel, deadline_s, self.poll_s, self.sandbox_python)
 
 
 def _run_sandbox(
     plan: Plan,
-    on_event: Callable[[dict[str, Any]], None],
-    should_cancel: Callable[[], bool],
+    on_event: EventSink,
+    should_cancel: CancelCheck,
     deadline_s: float,
     poll_s: float,
     sandbox_python: str,
-) -> SandboxResult:
+) -> TestbedResult:
     run_dir = Path(plan.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    plan_path = run_dir / "plan.json"
+    plan_path = run_dir / rundir.PLAN
     plan.write(plan_path)
     started = time.monotonic()
-    stderr_path = run_dir / "sandbox.stderr"
+    stderr_path = run_dir / rundir.SANDBOX_STDERR
     with stderr_path.open("w") as stderr:
         try:
             proc = subprocess.Popen(
@@ -128,7 +134,7 @@ def _run_sandbox(
                 preexec_fn=_die_with_parent,
             )
         except OSError as exc:
-            return SandboxResult("error", f"cannot start the sandbox: {exc}", None, 0.0)
+            return TestbedResult("error", f"cannot start the sandbox: {exc}", None, 0.0)
         events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         reader = threading.Thread(target=_read_events, args=(proc, events), daemon=True)
         reader.start()
@@ -170,14 +176,14 @@ def _run_sandbox(
             reader.join(timeout=5)
     duration = time.monotonic() - started
     if stopped is not None:
-        return SandboxResult(stopped, None, proc.returncode, duration)
+        return TestbedResult(stopped, None, proc.returncode, duration)
     if final is not None and final["event"] == "done" and proc.returncode == 0:
-        return SandboxResult("done", None, 0, duration)
+        return TestbedResult("done", None, 0, duration)
     message = final.get("message") if final else None
     if not message:
         tail = stderr_path.read_text(errors="replace").strip()[-2000:]
         message = f"the sandbox exited with code {proc.returncode}" + (f": {tail}" if tail else "")
-    return SandboxResult("error", str(message), proc.returncode, duration)
+    return TestbedResult("error", str(message), proc.returncode, duration)
 
 
 def _read_events(proc: subprocess.Popen[str], events: queue.Queue[dict[str, Any] | None]) -> None:

@@ -29,12 +29,17 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO_ROOT))
 
-from workers.testbeds.mininet.plan import (  # noqa: E402
+from ccbench import rundir  # noqa: E402
+from workers.plan import (  # noqa: E402
     FlowPlan,
     Plan,
+    access_delay_args,
+    delay_line_args,
     emulator_args,
-    receiver_command,
-    sender_command,
+    qmon_args,
+    receiver_args,
+    sender_args,
+    start_args,
     tcp_buffer_max_bytes,
     trace_file_text,
 )
@@ -85,7 +90,7 @@ class Sandbox:
         self.plan = plan
         self.run_dir = Path(plan.run_dir)
         self.agents = Path(plan.agents_dir)
-        self.log = (self.run_dir / "sandbox.log").open("a")
+        self.log = (self.run_dir / rundir.SANDBOX_LOG).open("a")
         self.commands: list[dict[str, Any]] = []
         self.provenance: dict[str, Any] = {"plan": json.loads(plan.to_json())}
         self.topo: Chain = chain(len(plan.links), [(f.entry, f.exit) for f in plan.flows])
@@ -115,9 +120,7 @@ class Sandbox:
 
     def start(self, node: str, name: str, *cmd: str, ready: str | None = None) -> Any:
         """Start a long-running agent in a node; wait for its ready line if given."""
-        proc = self.node(node).popen(
-            list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
-        )
+        proc = self.popen(node, *cmd)
         self.commands.append({"node": node, "cmd": " ".join(cmd), "rc": None})
         self.background.append((name, proc))
         if ready is not None:
@@ -133,6 +136,14 @@ class Sandbox:
                 )
                 raise SandboxError(f"{name} on {node} did not start: {reason}")
         return proc
+
+    def popen(self, node: str, *cmd: str) -> Any:
+        return self.node(node).popen(
+            list(cmd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
 
     # --- phases -----------------------------------------------------------------------------
 
@@ -245,18 +256,27 @@ class Sandbox:
         for j, b in enumerate(self.plan.links):
             router, dev = self.topo.link_router(j), self.topo.link_interface(j)
             if b.trace_ms:
-                (self.run_dir / f"link-{j}.trace").write_text(trace_file_text(b))
+                (self.run_dir / rundir.link_trace(j)).write_text(trace_file_text(b))
             symmetric = any(
                 f.direction == "reverse" and f.entry <= j < f.exit for f in self.plan.flows
             )
-            out = str(self.run_dir)
             # Access delay lines run on the routers too (emulator_args: arrival_on_read).
             delay_lines = any(f.access_delay_s > 0 for f in self.plan.flows)
-            forward = [binary, *emulator_args(b, j, 2 * j, self.plan.seed, out, forward=True,
-                                              arrival_on_read=delay_lines)]  # fmt: skip
-            reverse = [binary, *emulator_args(b, j, 2 * j + 1, self.plan.seed, out,
-                                              forward=False, symmetric=symmetric,
-                                              arrival_on_read=delay_lines)]  # fmt: skip
+            out = str(self.run_dir)
+            forward = [
+                binary,
+                *emulator_args(
+                    b, j, 2 * j, self.plan.seed, forward=True,
+                    arrival_on_read=delay_lines, out_dir=out,
+                ),
+            ]  # fmt: skip
+            reverse = [
+                binary,
+                *emulator_args(
+                    b, j, 2 * j + 1, self.plan.seed, forward=False, symmetric=symmetric,
+                    arrival_on_read=delay_lines, out_dir=out,
+                ),
+            ]  # fmt: skip
             self.start(router, f"ccbench-link {j} forward", *forward, ready='"ready"')
             self.start(router, f"ccbench-link {j} reverse", *reverse, ready='"ready"')
             for queue, match in ((2 * j, "-o"), (2 * j + 1, "-i")):
@@ -277,18 +297,15 @@ class Sandbox:
             if flow.access_delay_s <= 0:
                 continue
             i = flow.index + 1
-            queue = str(100 + i)
+            queue = 100 + i
             router = self.topo.entry_routers[flow.index]
-            self.start(
-                router, f"ccbench-link access {i}", link, "run", "--queue-num", queue,
-                "--delay-us", str(int(round(flow.access_delay_s * 1e6))),
-                "--stats-out", str(self.run_dir / f"link-access-{flow.index}.json"),
-                ready='"ready"',
-            )  # fmt: skip
+            self.start(router, f"ccbench-link access {i}", link,
+                       *access_delay_args(flow, queue, str(self.run_dir)),
+                       ready='"ready"')  # fmt: skip
             for hook, match in (("PREROUTING", "-i"), ("POSTROUTING", "-o")):
                 self.run(router, "iptables", "-w", "-t", "mangle", "-A", hook, match,
                          self.topo.sender_interface(flow.index), "-j", "NFQUEUE",
-                         "--queue-num", queue)  # fmt: skip
+                         "--queue-num", str(queue))  # fmt: skip
 
     def shape_with_tc(self) -> None:
         """The dumbbell's one link with tc: htb + pfifo/bfifo on r1, delay on r2."""
@@ -361,19 +378,10 @@ class Sandbox:
             return
         link = str(self.agents / "ccbench-link")
         for queue, direction, match in ((0, "data", "-i"), (1, "ack", "-o")):
-            self.start(
-                "r2",
-                f"ccbench-link {direction}",
-                link,
-                "run",
-                "--queue-num",
-                str(queue),
-                "--delay-us",
-                str(delay_us),
-                "--stats-out",
-                str(self.run_dir / f"delay-{direction}.json"),
-                ready='"ready"',
-            )
+            self.start("r2", f"ccbench-link {direction}", link,
+                       *delay_line_args(self.plan.bottleneck.delay_s, queue, direction,
+                                        str(self.run_dir)),
+                       ready='"ready"')  # fmt: skip
             self.run(
                 "r2",
                 "iptables",
@@ -409,54 +417,24 @@ class Sandbox:
     def traffic(self) -> None:
         plan = self.plan
         agent = str(self.agents / "ccbench-agent")
-        interval_ms = max(1, round(plan.sampling_interval_s * 1000))
+        out = str(self.run_dir)
         for flow in plan.flows:
             receiver, address = self.endpoints(flow)[1]
-            self.start(
-                receiver,
-                f"receiver {flow.index}",
-                *receiver_command(
-                    agent,
-                    flow,
-                    f"{address}:{PORT}",
-                    interval_ms,
-                    str(self.run_dir / f"flow-{flow.index}.recv.jsonl"),
-                ),
-                ready='"listening"',
-            )
+            self.start(receiver, f"receiver {flow.index}", agent,
+                       *receiver_args(flow, f"{address}:{PORT}", plan.interval_ms, out),
+                       ready='"listening"')  # fmt: skip
         if self.provenance["link_mechanism"] == "tc":
-            self.start(
-                "r1",
-                "qmon",
-                agent,
-                "qmon",
-                "--dev",
-                self.topo.link_interface(0),
-                "--interval-ms",
-                str(interval_ms),
-                "--out",
-                str(self.run_dir / "qdisc.jsonl"),
-            )
+            self.start("r1", "qmon", agent,
+                       *qmon_args(self.topo.link_interface(0), plan.interval_ms, out))  # fmt: skip
         t0 = time.time() + START_MARGIN_S
         self.provenance["start_ts"] = t0
         senders = []
         for flow in plan.flows:
             sender = self.endpoints(flow)[0][0]
             address = self.endpoints(flow)[1][1]
-            proc = self.node(sender).popen(
-                sender_command(
-                    agent,
-                    flow,
-                    f"{address}:{PORT}",
-                    interval_ms,
-                    str(self.run_dir / f"flow-{flow.index}.send.jsonl"),
-                    t0 + flow.start_s,
-                    plan.seed,
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                universal_newlines=True,
-            )
+            proc = self.popen(sender, agent, *sender_args(flow, f"{address}:{PORT}",
+                                                          plan.interval_ms, plan.seed, out),
+                              *start_args(t0 + flow.start_s))  # fmt: skip
             senders.append((flow, proc))
         cpu_before = cpu_times()
         emit("phase", phase="running")
@@ -508,7 +486,8 @@ class Sandbox:
         # Counters of every emulator and delay line (link-<j>-data/ack, link-access-<i>,
         # delay-data/ack), without the configuration each repeats.
         counters = {}
-        for path in sorted([*self.run_dir.glob("link-*.json"), *self.run_dir.glob("delay-*.json")]):
+        stats = [p for pattern in rundir.EMULATOR_STATS_GLOBS for p in self.run_dir.glob(pattern)]
+        for path in sorted(stats):
             stats = json.loads(path.read_text())
             stats.pop("config", None)
             counters[path.stem] = stats
@@ -518,7 +497,7 @@ class Sandbox:
     def write_provenance(self) -> None:
         self.provenance["commands"] = self.commands
         self.provenance["seed"] = self.plan.seed
-        (self.run_dir / "provenance.json").write_text(json.dumps(self.provenance, indent=2))
+        (self.run_dir / rundir.PROVENANCE).write_text(json.dumps(self.provenance, indent=2))
 
 
 def main(plan_path: str) -> int:

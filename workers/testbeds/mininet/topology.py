@@ -151,6 +151,6 @@ def chain(links: int, paths: list[tuple[int, int]]) -> Chain:
 
 
 def htb_burst_bytes(rate_bps: float, mtu_bytes: int = 1514) -> int:
-    """Token bucket size: at least 10 MTU and 1 ms of tokens (DESIGN.md: below that, tbf/htb
+    """Token bucket size: at least 10 MTU and 1 ms of tokens (measured: below that, tbf/htb
     lose rate at 10-100 Mbit/s)."""
     return int(max(10 * mtu_bytes, rate_bps * 1e-3 / 8))

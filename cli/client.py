@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from ccbench.settings import Settings
+from ccbench.settings import Settings, get_settings
 
 
 class ClientError(Exception):
@@ -101,3 +101,8 @@ def _message(response: httpx.Response) -> str:
     if isinstance(body, dict):
         return str(body.get("message") or body.get("detail") or body)
     return response.text[:200]
+
+
+def client() -> Client:
+    """A client for the configured API (environment, else the embedded stack's file)."""
+    return Client(load_config(get_settings()))

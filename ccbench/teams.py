@@ -1,11 +1,34 @@
-"""Teams and their API tokens (created from the CLI: `ccbench admin ...`)."""
+"""Teams and their API tokens. A token belongs to one team; everything a request sees is that
+team's. Only a token's SHA-256 is stored: the secret is shown once, when it is created."""
+
+import hashlib
+import secrets
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.auth import hash_token, new_token_secret
-from api.errors import Conflict, NotFound
 from ccbench.db.models import ApiToken, Team
+from ccbench.errors import Conflict, NotFound
+
+TOKEN_PREFIX = "ccb_"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token_secret() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def authenticate(session: Session, token: str) -> Team | None:
+    """The team of a valid, unrevoked token; None otherwise."""
+    row = session.scalar(
+        select(ApiToken).where(
+            ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None)
+        )
+    )
+    return row.team if row else None
 
 
 def create_team(session: Session, name: str) -> Team:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from ccbench.jobs import Queue
 from ccbench.settings import REPO_ROOT, Settings
 
 
@@ -49,7 +50,7 @@ def worker_command(hostname: str = "ccbench@%h") -> list[str]:
         "workers.celery_app",
         "worker",
         "--queues",
-        "ccbench.runs",
+        Queue.runs.value,
         "--concurrency",
         "1",
         "--pool",
@@ -61,6 +62,11 @@ def worker_command(hostname: str = "ccbench@%h") -> list[str]:
         "--without-gossip",
         "--without-mingle",
     ]
+
+
+def probe_command(*, json_output: bool) -> list[str]:
+    """What this host can run, as a worker probes it (workers/probe.py)."""
+    return [sys.executable, "-m", "workers.probe", *(["--json"] if json_output else [])]
 
 
 def _pids_file(settings: Settings) -> Path:

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from api.errors import ValidationFailed
 from ccbench.analysis.metrics import median, siqr
+from ccbench.errors import ValidationFailed
 from schemas import AggregateMetrics, ExperimentReport
 
 Table = Literal["runs", "flows", "series"]
@@ -145,10 +145,7 @@ def compare(report: ExperimentReport, metric: str, x: str, by: str | None) -> Co
             errors.append({"field": name, "reason": f"{axis!r} is not an axis of this "
                            f"experiment (axes: {', '.join(report.axes) or 'none'})"})  # fmt: skip
     if errors:
-        raise ValidationFailed(
-            "invalid comparison: " + "; ".join(f"{e['field']}: {e['reason']}" for e in errors),
-            errors=errors,
-        )
+        raise ValidationFailed.of(errors, "invalid comparison")
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     labels: dict[str, Any] = {}
     # Points and series follow the matrix's own order of values (its point indexes), not

@@ -18,12 +18,12 @@ from schemas import (
     FlowMetrics,
     GroupReport,
     RunReport,
-    RunSummary,
+    RunResult,
 )
 
 
 def run_report(run: Run, flows: list[FlowResult]) -> RunReport:
-    summary = RunSummary.model_validate(run.aggregate) if run.aggregate else None
+    summary = RunResult.model_validate(run.aggregate) if run.aggregate else None
     return RunReport(
         run_id=run.id,
         status=run.status,

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
+from ccbench import jobs
 from ccbench.db.models import Run, utcnow
 from ccbench.db.runs import refresh_experiment_status, transition
 from ccbench.db.session import session_scope
@@ -31,7 +32,6 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
     settings = settings or get_settings()
     cutoff = utcnow() - timedelta(seconds=settings.heartbeat_timeout_s)
     reaped: list[Reaped] = []
-    requeue: list[tuple[str, float]] = []
     with session_scope() as session:
         stale = session.execute(
             select(
@@ -57,7 +57,7 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
                     queued_at=utcnow(),
                 ):
                     reaped.append(Reaped(run_id, "requeued", detail))
-                    requeue.append((run_id, float(spec.get("duration", 0.0))))
+                    jobs.enqueue_after_commit(session, run_id, jobs.spec_budget(spec, settings))
             elif transition(
                 session,
                 run_id,
@@ -68,11 +68,6 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
             ):
                 reaped.append(Reaped(run_id, "failed", detail))
             refresh_experiment_status(session, experiment_id)
-    # Enqueue after commit.
-    from workers.dispatch import enqueue_run, run_time_limit_s
-
-    for run_id, duration_s in requeue:
-        enqueue_run(run_id, time_limit_s=run_time_limit_s(duration_s, settings.run_time_margin_s))
     for r in reaped:
         log.warning("reaper: run %s %s: %s", r.run_id, r.action, r.detail)
     return reaped

@@ -1,0 +1,152 @@
+"""Experiment commands, as a client of the REST API: submit, status, report, compare, export,
+cancel."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cli.client import Client, ClientError, client
+from cli.render import fmt, print_report, run_line
+
+FINAL_EXPERIMENT = {"done", "failed", "cancelled"}
+# Metrics drawn against the matrix axes by `report --plot`.
+PLOTTED_METRICS = ("utilization", "goodput_bps", "jain_index", "queue_mean_pkts", "power")
+
+
+def _load_file(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClientError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ClientError(f"{path} is not valid YAML/JSON: {exc}") from exc
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    api = client()
+    created = api.post("/v1/experiments", json=_load_file(args.file))
+    print(f"experiment {created['id']} ({created['name']}): {created['run_count']} run(s) queued")
+    if not args.wait:
+        return 0
+    status = follow(api, created["id"])
+    print_report(api.get(f"/v1/experiments/{created['id']}/report"))
+    return 0 if status == "done" else 1
+
+
+def follow(api: Client, experiment_id: str, poll_s: float = 1.0) -> str:
+    """Print each run's state and progress until the experiment is final."""
+    last_lines: dict[str, str] = {}
+    while True:
+        detail = api.get(f"/v1/experiments/{experiment_id}")
+        total = len(detail["runs"])
+        for run in detail["runs"]:
+            line = run_line(run, total)
+            if last_lines.get(run["id"]) != line:
+                print(line, flush=True)
+                last_lines[run["id"]] = line
+        if detail["status"] in FINAL_EXPERIMENT:
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(detail["status_counts"].items()))
+            print(f"experiment {experiment_id} {detail['status']} ({counts})", flush=True)
+            return str(detail["status"])
+        time.sleep(poll_s)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    detail = client().get(f"/v1/experiments/{args.id}")
+    print(f"experiment {detail['id']} ({detail['name']}): {detail['status']}")
+    for run in detail["runs"]:
+        print("  " + run_line(run, len(detail["runs"])))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    api = client()
+    report = api.get(f"/v1/experiments/{args.id}/report")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    if args.plot:
+        for path in plot_report(api, report, args.plot):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def plot_report(api: Client, report: dict[str, Any], directory: Path) -> list[Path]:
+    """Per finished run its figures; with matrix axes, each plotted metric against the first
+    axis, a series per value of the second."""
+    from ccbench.plots.figures import comparison_figure, run_figures, save
+
+    written: list[Path] = []
+    for n, run in enumerate(report["runs"]):
+        if run["status"] != "done":
+            continue
+        detail = api.get(f"/v1/runs/{run['run_id']}")
+        written += save(run_figures(detail), directory, f"run-{n + 1}-")
+    axes = report.get("axes") or []
+    if axes:
+        for metric in PLOTTED_METRICS:
+            params = {"metric": metric, "x": axes[0]}
+            if len(axes) > 1:
+                params["by"] = axes[1]
+            comparison = api.get(
+                f"/v1/experiments/{report['experiment_id']}/compare", params=params
+            )
+            written += save({metric: comparison_figure(comparison)}, directory, "compare-")
+    return written
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    params = {"metric": args.metric, "x": args.x}
+    if args.by:
+        params["by"] = args.by
+    result = client().get(f"/v1/experiments/{args.id}/compare", params=params)
+    if args.plot:
+        from ccbench.plots.figures import comparison_figure
+
+        figure = comparison_figure(result)
+        figure.tight_layout()
+        figure.savefig(args.plot, dpi=150)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['metric']} (median ± SIQR, n repetitions) against {result['x']}")
+    for series in result["series"]:
+        if result.get("by"):
+            print(f"{result['by']} = {series['by']}")
+        for point in series["points"]:
+            print(
+                f"  {result['x']}={point['x']}: {fmt(point['median'])} ± "
+                f"{fmt(point['siqr'])} (n={point['n']})"
+            )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    if args.format == "parquet" and args.output is None:
+        raise ClientError("--format parquet writes a binary file: give --output FILE")
+    data = client().download(
+        f"/v1/experiments/{args.id}/export.{args.format}", params={"table": args.table}
+    )
+    if args.output is None:
+        sys.stdout.write(data.decode())
+    else:
+        args.output.write_bytes(data)
+        print(f"wrote {args.output} ({len(data):,} bytes)", file=sys.stderr)
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    result = client().post(f"/v1/experiments/{args.id}/cancel")
+    print(f"experiment {result['id']}: {result['status']}")
+    return 0
