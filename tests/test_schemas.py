@@ -196,8 +196,8 @@ def test_committed_json_schema_matches_the_models() -> None:
 
 
 def test_committed_agent_defaults_match_the_models() -> None:
-    # ccb_defaults.h (BPF tunables, schemas/algorithms.py): the agents take their defaults from
-    # the generated files only.
+    # ccb_defaults.h (BPF tunables, schemas/algorithms.py) and ccbench-transport's defaults.rs
+    # (TransportOptions): the agents take their defaults from these generated files only.
     for path, text in agent_sources().items():
         name = path.relative_to(REPO_ROOT)
         assert path.exists() and path.read_text() == text, (

@@ -27,6 +27,12 @@ pub struct URecvArgs {
     pub delayed_acks: bool,
 }
 
+// `--delayed-acks` turns delayed ACKs on: that is the spec's default only while it is off.
+const _: () = assert!(
+    !ccbench_transport::defaults::DELAYED_ACKS,
+    "transport.delayed_acks defaults to true: urecv needs a --no-delayed-acks flag instead"
+);
+
 /// A flow that has received nothing for this long without a FIN is closed (its sender died).
 pub const IDLE_LIMIT: Duration = Duration::from_secs(30);
 /// Closed flows whose FIN_ACK is repeated when their FIN is (a lost FIN_ACK).

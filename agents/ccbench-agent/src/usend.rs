@@ -8,6 +8,7 @@ use ccbench_cc::{Config, Controller};
 use ccbench_common::traffic::TrafficArgs;
 use ccbench_common::{round_us, stop_requested, unix_now, AgentError};
 use ccbench_transport::cbr::ConstantRate;
+use ccbench_transport::defaults;
 use ccbench_transport::sender::{LossKind, Poll, Sender, SenderConfig, Transmit};
 use ccbench_transport::udp::{self, Socket, MAX_GSO_BYTES, MAX_GSO_SEGMENTS};
 use ccbench_transport::{pattern, wire};
@@ -30,12 +31,12 @@ pub struct USendArgs {
     #[command(flatten)]
     pub flow: FlowArgs,
     /// Payload bytes per packet (1448 fills a 1500-byte MTU).
-    #[arg(long, default_value_t = 1448)]
+    #[arg(long, default_value_t = defaults::MSS)]
     pub mss: u32,
-    #[arg(long, default_value_t = 200.0)]
+    #[arg(long, default_value_t = millis(defaults::MIN_RTO))]
     pub min_rto_ms: f64,
     /// Timer granularity of the RTO (500 for seed 000's coarse timer).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = millis(defaults::RTO_GRANULARITY))]
     pub rto_granularity_ms: f64,
     /// One log line per ACK.
     #[arg(long)]
@@ -90,6 +91,11 @@ pub fn parse_params(text: Option<&str>) -> Result<BTreeMap<String, f64>, AgentEr
         params.insert(name, number);
     }
     Ok(params)
+}
+
+/// A default duration as its flag writes it, in milliseconds.
+fn millis(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1e3
 }
 
 fn ms_flag(name: &str, value: f64) -> Result<Duration, AgentError> {
@@ -312,8 +318,8 @@ fn handshake(socket: &mut Socket, flow: u32, hello: &Value) -> Result<Duration, 
     ))
 }
 
-pub fn run(args: USendArgs) -> Result<(), AgentError> {
-    args.flow.check()?;
+/// The transport's configuration from `--mss`, `--min-rto-ms`, `--rto-granularity-ms`.
+fn sender_config(args: &USendArgs) -> Result<SenderConfig, AgentError> {
     if args.mss == 0 || args.mss as usize > wire::MAX_PAYLOAD {
         return Err(AgentError::usage(format!(
             "--mss must be between 1 and {}, got {}",
@@ -321,8 +327,16 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
             args.mss
         )));
     }
-    let min_rto = ms_flag("--min-rto-ms", args.min_rto_ms)?;
-    let granularity = ms_flag("--rto-granularity-ms", args.rto_granularity_ms)?;
+    Ok(SenderConfig {
+        mss: args.mss,
+        min_rto: ms_flag("--min-rto-ms", args.min_rto_ms)?,
+        rto_granularity: ms_flag("--rto-granularity-ms", args.rto_granularity_ms)?,
+    })
+}
+
+pub fn run(args: USendArgs) -> Result<(), AgentError> {
+    args.flow.check()?;
+    let config = sender_config(&args)?;
     let (controller, cc_id, hello) = build_controller(&args)?;
     let mut out = args.flow.output.create()?;
     let mut socket = Socket::connect(args.dst).map_err(|e| {
@@ -334,14 +348,7 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
     let flow_id = args.flow.flow_id;
     let handshake_rtt = handshake(&mut socket, flow_id, &hello)?;
 
-    let mut sender = Sender::new(
-        SenderConfig {
-            mss: args.mss,
-            min_rto,
-            rto_granularity: granularity,
-        },
-        controller,
-    );
+    let mut sender = Sender::new(config, controller);
     sender.seed_rtt(handshake_rtt);
     let mut traffic = args.traffic.build()?;
     let origin = Instant::now();
@@ -569,5 +576,37 @@ mod tests {
             .unwrap_err()
             .message
             .contains("JSON"));
+    }
+
+    #[test]
+    fn the_transport_flags_default_to_the_spec() {
+        use clap::Parser;
+        let parse = |args: &[&str]| crate::Cli::try_parse_from(args).unwrap().command;
+        let crate::Command::Usend(usend) = parse(&[
+            "ccbench-agent",
+            "usend",
+            "--dst",
+            "10.2.1.1:5001",
+            "--duration-s",
+            "1",
+            "--out",
+            "x",
+        ]) else {
+            panic!("not usend");
+        };
+        // The flags' defaults, converted as given flags are, are SenderConfig's: both come from
+        // the generated ccbench_transport::defaults (schemas/spec.py's TransportOptions).
+        assert_eq!(sender_config(&usend).unwrap(), SenderConfig::default());
+        let crate::Command::Urecv(urecv) = parse(&[
+            "ccbench-agent",
+            "urecv",
+            "--listen",
+            "0.0.0.0:5001",
+            "--out",
+            "x",
+        ]) else {
+            panic!("not urecv");
+        };
+        assert_eq!(urecv.delayed_acks, defaults::DELAYED_ACKS);
     }
 }
