@@ -33,7 +33,9 @@ lint:
 	cd agents && cargo clippy --release --locked --all-targets -- -D warnings
 	cd agents && cargo fmt --check
 
-# Regenerate the committed JSON Schema files from the Pydantic models.
+# Regenerate the committed files generated from the Pydantic models: the JSON Schema files, the
+# BPF tunables' defaults (agents/kernel/bpf/ccb_defaults.h) and the userspace transport's
+# (agents/ccbench-transport/src/defaults.rs).
 schemas:
 	$(PY) -m schemas.generate
 

@@ -61,6 +61,10 @@ class Parameter:
     bpf_scale: float
     integer: bool = False  # a count or a choice: fractional values are refused
 
+    def bpf_value(self, value: float) -> int:
+        """The integer the BPF object holds for `value`: round(value x bpf_scale)."""
+        return round(value * self.bpf_scale)
+
 
 # Westwood's bandwidth share estimate (seed 003 §III-A names a low-pass filter over the ACK
 # rate without constants; these are Linux Westwood+'s).

@@ -24,7 +24,7 @@ from schemas import (
     parse_rate,
     parse_size,
 )
-from schemas.generate import OUT_DIR, documents, render
+from schemas.generate import OUT_DIR, REPO_ROOT, agent_sources, documents, render
 
 EXAMPLES = Path(__file__).parents[1] / "schemas" / "examples"
 SUBMISSION: TypeAdapter[Any] = TypeAdapter(Submission)
@@ -192,6 +192,16 @@ def test_committed_json_schema_matches_the_models() -> None:
     for name, doc in expected.items():
         assert (OUT_DIR / name).read_text() == render(doc), (
             f"schemas/json/{name} is out of date: run `make schemas` and commit it"
+        )
+
+
+def test_committed_agent_defaults_match_the_models() -> None:
+    # ccb_defaults.h (BPF tunables, schemas/algorithms.py) and ccbench-transport's defaults.rs
+    # (TransportOptions): the agents take their defaults from these generated files only.
+    for path, text in agent_sources().items():
+        name = path.relative_to(REPO_ROOT)
+        assert path.exists() and path.read_text() == text, (
+            f"{name} is out of date: run `make schemas` and commit it"
         )
 
 

@@ -2,6 +2,7 @@
 //! Its flags and JSON-lines outputs are the contract in docs/contracts.md.
 
 use ccbench_common as common;
+mod args;
 mod qmon;
 mod recv;
 mod send;
@@ -11,8 +12,6 @@ mod urecv;
 mod usend;
 
 use clap::{Parser, Subcommand};
-use std::net::SocketAddr;
-use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(name = "ccbench-agent", version, about)]
@@ -21,108 +20,22 @@ struct Cli {
     command: Command,
 }
 
+/// Each subcommand's flags are its module's payload struct, handed over whole.
 #[derive(Subcommand)]
 enum Command {
     /// Accept TCP connections, discard the data, log goodput per interval.
-    Recv {
-        #[arg(long)]
-        listen: SocketAddr,
-        #[arg(long, default_value_t = 10)]
-        interval_ms: u64,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        duration_s: Option<f64>,
-    },
+    Recv(recv::RecvArgs),
     /// Send over kernel TCP with the given congestion controller and traffic model (bulk by
     /// default), sampling tcp_info.
-    Send {
-        #[arg(long)]
-        dst: SocketAddr,
-        #[arg(long)]
-        cc: String,
-        #[arg(long)]
-        duration_s: f64,
-        #[arg(long, default_value_t = 10)]
-        interval_ms: u64,
-        #[arg(long)]
-        out: PathBuf,
-        /// Unix time at which to start sending (a common start for several senders).
-        #[arg(long)]
-        start_at: Option<f64>,
-        #[arg(long, default_value_t = 0)]
-        flow_id: u32,
-        #[command(flatten)]
-        traffic: common::traffic::TrafficArgs,
-    },
+    Send(send::SendArgs),
     /// Receive flows of ccbench's userspace UDP transport: verify every byte, acknowledge,
     /// log goodput per interval and one close line per flow.
-    Urecv {
-        #[arg(long)]
-        listen: SocketAddr,
-        #[arg(long, default_value_t = 10)]
-        interval_ms: u64,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        duration_s: Option<f64>,
-        /// Acknowledge every second packet (or after 40 ms) instead of every packet.
-        #[arg(long)]
-        delayed_acks: bool,
-    },
+    Urecv(urecv::URecvArgs),
     /// Send one flow over ccbench's userspace UDP transport with a userspace controller (or at
     /// a constant rate with --cbr-rate-bps), logging the transport state every interval.
-    Usend {
-        #[arg(long)]
-        dst: SocketAddr,
-        /// Algorithm id (see ccbench_cc::ALGORITHMS); not needed with --cbr-rate-bps.
-        #[arg(long)]
-        cc: Option<String>,
-        /// The algorithm's parameters as a JSON object of numbers.
-        #[arg(long)]
-        params: Option<String>,
-        #[arg(long)]
-        duration_s: f64,
-        #[arg(long, default_value_t = 10)]
-        interval_ms: u64,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        start_at: Option<f64>,
-        #[arg(long, default_value_t = 0)]
-        flow_id: u32,
-        /// Payload bytes per packet (1448 fills a 1500-byte MTU).
-        #[arg(long, default_value_t = 1448)]
-        mss: u32,
-        #[arg(long, default_value_t = 200.0)]
-        min_rto_ms: f64,
-        /// Timer granularity of the RTO (500 for seed 000's coarse timer).
-        #[arg(long, default_value_t = 1.0)]
-        rto_granularity_ms: f64,
-        /// One log line per ACK.
-        #[arg(long)]
-        per_ack: bool,
-        /// Constant-rate UDP background at this many payload bits per second: no controller,
-        /// no retransmission.
-        #[arg(long)]
-        cbr_rate_bps: Option<f64>,
-        /// Seed of controllers that draw random numbers (TFRC's S3 rounds).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[command(flatten)]
-        traffic: common::traffic::TrafficArgs,
-    },
+    Usend(usend::USendArgs),
     /// Sample the qdiscs of a device over rtnetlink.
-    Qmon {
-        #[arg(long)]
-        dev: String,
-        #[arg(long, default_value_t = 10)]
-        interval_ms: u64,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        duration_s: Option<f64>,
-    },
+    Qmon(qmon::QmonArgs),
 }
 
 fn main() {
@@ -135,103 +48,11 @@ fn main() {
     };
     common::install_stop_handler();
     let result = match cli.command {
-        Command::Recv {
-            listen,
-            interval_ms,
-            out,
-            duration_s,
-        } => recv::run(recv::RecvArgs {
-            listen,
-            interval_ms,
-            out,
-            duration_s,
-        }),
-        Command::Send {
-            dst,
-            cc,
-            duration_s,
-            interval_ms,
-            out,
-            start_at,
-            flow_id,
-            traffic,
-        } => {
-            if duration_s.is_nan() || duration_s <= 0.0 {
-                common::exit_with(common::AgentError::usage("--duration-s must be > 0"));
-            }
-            send::run(send::SendArgs {
-                dst,
-                cc,
-                duration_s,
-                interval_ms,
-                out,
-                start_at,
-                flow_id,
-                traffic,
-            })
-        }
-        Command::Urecv {
-            listen,
-            interval_ms,
-            out,
-            duration_s,
-            delayed_acks,
-        } => urecv::run(urecv::URecvArgs {
-            listen,
-            interval_ms,
-            out,
-            duration_s,
-            delayed_acks,
-        }),
-        Command::Usend {
-            dst,
-            cc,
-            params,
-            duration_s,
-            interval_ms,
-            out,
-            start_at,
-            flow_id,
-            mss,
-            min_rto_ms,
-            rto_granularity_ms,
-            per_ack,
-            cbr_rate_bps,
-            seed,
-            traffic,
-        } => {
-            if duration_s.is_nan() || duration_s <= 0.0 {
-                common::exit_with(common::AgentError::usage("--duration-s must be > 0"));
-            }
-            usend::run(usend::USendArgs {
-                dst,
-                cc,
-                params,
-                duration_s,
-                interval_ms,
-                out,
-                start_at,
-                flow_id,
-                mss,
-                min_rto_ms,
-                rto_granularity_ms,
-                per_ack,
-                cbr_rate_bps,
-                seed,
-                traffic,
-            })
-        }
-        Command::Qmon {
-            dev,
-            interval_ms,
-            out,
-            duration_s,
-        } => qmon::run(qmon::QmonArgs {
-            dev,
-            interval_ms,
-            out,
-            duration_s,
-        }),
+        Command::Recv(args) => recv::run(args),
+        Command::Send(args) => send::run(args),
+        Command::Urecv(args) => urecv::run(args),
+        Command::Usend(args) => usend::run(args),
+        Command::Qmon(args) => qmon::run(args),
     };
     if let Err(e) = result {
         common::exit_with(e);
@@ -269,21 +90,15 @@ mod tests {
             "3",
         ])
         .unwrap();
-        let Command::Send {
-            dst,
-            cc,
-            duration_s,
-            interval_ms,
-            start_at,
-            flow_id,
-            ..
-        } = cli.command
-        else {
+        let Command::Send(send::SendArgs { dst, cc, flow, .. }) = cli.command else {
             panic!("not send");
         };
         assert_eq!(dst, "10.2.1.1:5001".parse().unwrap());
-        assert_eq!((cc.as_str(), duration_s, interval_ms), ("reno", 20.0, 10));
-        assert_eq!((start_at, flow_id), (Some(1_763_880_000.5), 3));
+        assert_eq!(
+            (cc.as_str(), flow.duration_s, flow.output.interval_ms),
+            ("reno", 20.0, 10)
+        );
+        assert_eq!((flow.start_at, flow.flow_id), (Some(1_763_880_000.5), 3));
     }
 
     #[test]
@@ -303,7 +118,7 @@ mod tests {
         let traffic_of = |extra: &[&str]| {
             let args: Vec<&str> = base.iter().chain(extra).copied().collect();
             match Cli::try_parse_from(args).unwrap().command {
-                Command::Send { traffic, .. } => traffic,
+                Command::Send(args) => args.traffic,
                 _ => panic!("not send"),
             }
         };
@@ -338,14 +153,13 @@ mod tests {
             "r.jsonl",
         ])
         .unwrap();
-        assert!(matches!(
-            cli.command,
-            Command::Recv {
-                interval_ms: 10,
-                duration_s: None,
-                ..
-            }
-        ));
+        let Command::Recv(recv) = cli.command else {
+            panic!("not recv");
+        };
+        assert_eq!(
+            (recv.monitor.output.interval_ms, recv.monitor.duration_s),
+            (10, None)
+        );
         // A missing required flag, a bad address, an unknown subcommand.
         for args in [
             &[

@@ -1,19 +1,19 @@
 //! `ccbench-agent qmon`: qdisc statistics of one device over rtnetlink (RTM_GETQDISC dump),
 //! one JSON line per qdisc every interval. Counters are cumulative, as the kernel keeps them.
 
+use crate::args::MonitorArgs;
 use ccbench_common::{stop_requested, unix_now, AgentError};
 use serde_json::json;
 use std::ffi::CString;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::time::Instant;
 
+#[derive(clap::Args, Debug)]
 pub struct QmonArgs {
+    #[arg(long)]
     pub dev: String,
-    pub interval_ms: u64,
-    pub out: PathBuf,
-    pub duration_s: Option<f64>,
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 }
 
 const RTM_GETQDISC: u16 = 38;
@@ -226,14 +226,11 @@ pub fn ifindex_of(dev: &str) -> Result<i32, AgentError> {
 
 pub fn run(args: QmonArgs) -> Result<(), AgentError> {
     let ifindex = ifindex_of(&args.dev)?;
-    let file = File::create(&args.out).map_err(|e| {
-        AgentError::usage(format!("cannot create --out {}: {e}", args.out.display()))
-    })?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let mut out = args.monitor.output.create()?;
     let mut nl = Netlink::open()?;
-    let interval = Duration::from_millis(args.interval_ms.max(1));
+    let interval = args.monitor.output.interval();
     let start = Instant::now();
-    let until = args.duration_s.map(|d| start + Duration::from_secs_f64(d));
+    let until = args.monitor.until(start);
     let mut k = 0u32;
     while !stop_requested() && until.is_none_or(|u| Instant::now() < u) {
         let ts = unix_now();

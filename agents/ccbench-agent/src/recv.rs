@@ -1,21 +1,21 @@
 //! `ccbench-agent recv`: accept any number of TCP connections, discard their data, and log the
 //! bytes each one received per interval (goodput) plus one line when it closes.
 
+use crate::args::MonitorArgs;
 use ccbench_common::{stop_requested, unix_now, AgentError};
 use serde_json::json;
-use std::fs::File;
-use std::io::{BufWriter, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[derive(clap::Args, Debug)]
 pub struct RecvArgs {
+    #[arg(long)]
     pub listen: SocketAddr,
-    pub interval_ms: u64,
-    pub out: PathBuf,
-    pub duration_s: Option<f64>,
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 }
 
 struct Conn {
@@ -33,10 +33,7 @@ struct Tracked {
 }
 
 pub fn run(args: RecvArgs) -> Result<(), AgentError> {
-    let file = File::create(&args.out).map_err(|e| {
-        AgentError::usage(format!("cannot create --out {}: {e}", args.out.display()))
-    })?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let mut out = args.monitor.output.create()?;
     let listener = TcpListener::bind(args.listen)
         .map_err(|e| AgentError::usage(format!("cannot listen on {}: {e}", args.listen)))?;
     listener.set_nonblocking(true)?;
@@ -48,9 +45,9 @@ pub fn run(args: RecvArgs) -> Result<(), AgentError> {
     );
     std::io::stdout().flush()?;
 
-    let interval = Duration::from_millis(args.interval_ms.max(1));
+    let interval = args.monitor.output.interval();
     let start = Instant::now();
-    let until = args.duration_s.map(|d| start + Duration::from_secs_f64(d));
+    let until = args.monitor.until(start);
     let mut conns: Vec<Tracked> = Vec::new();
     let mut next_report = start + interval;
     let mut next_id = 0u64;

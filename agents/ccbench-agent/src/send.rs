@@ -3,27 +3,28 @@
 //! The traffic model decides how much the application has handed over by each moment (bulk:
 //! always more); the sender writes only that, and sleeps while it has caught up.
 
+use crate::args::FlowArgs;
 use crate::{sock, tcpinfo};
 use ccbench_common::traffic::TrafficArgs;
-use ccbench_common::{round_us, sleep_until_unix, stop_requested, unix_now, AgentError};
+use ccbench_common::{round_us, stop_requested, unix_now, AgentError};
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufWriter, ErrorKind, Write};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[derive(clap::Args, Debug)]
 pub struct SendArgs {
+    #[arg(long)]
     pub dst: SocketAddr,
+    #[arg(long)]
     pub cc: String,
-    pub duration_s: f64,
-    pub interval_ms: u64,
-    pub out: PathBuf,
-    pub start_at: Option<f64>,
-    pub flow_id: u32,
+    #[command(flatten)]
+    pub flow: FlowArgs,
+    #[command(flatten)]
     pub traffic: TrafficArgs,
 }
 
@@ -34,11 +35,9 @@ const ACK_POLL: Duration = Duration::from_millis(1);
 const MAX_SLEEP: Duration = Duration::from_millis(50);
 
 pub fn run(args: SendArgs) -> Result<(), AgentError> {
+    args.flow.check()?;
     let mut traffic = args.traffic.build()?;
-    let file = File::create(&args.out).map_err(|e| {
-        AgentError::usage(format!("cannot create --out {}: {e}", args.out.display()))
-    })?;
-    let out = BufWriter::with_capacity(1 << 20, file);
+    let out = args.flow.output.create()?;
     let mut stream = sock::connect_with_cc(args.dst, &args.cc)?;
     let fd = stream.as_raw_fd();
     // The sender's address and port identify the flow in the BPF controllers' state trace.
@@ -51,20 +50,18 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
         )));
     }
     stream.set_write_timeout(Some(Duration::from_millis(100)))?;
-    if let Some(at) = args.start_at {
-        sleep_until_unix(at);
-    }
+    args.flow.wait_for_start();
     let flow_start = Instant::now();
     let start_ts = unix_now();
-    let interval = Duration::from_millis(args.interval_ms.max(1));
+    let interval = args.flow.output.interval();
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
         let sampling = Arc::clone(&sampling);
-        let flow = args.flow_id;
+        let flow = args.flow.flow_id;
         std::thread::spawn(move || sample_loop(fd, flow, interval, &sampling, out))
     };
 
-    let end = flow_start + Duration::from_secs_f64(args.duration_s);
+    let end = flow_start + Duration::from_secs_f64(args.flow.duration_s);
     let buf = vec![0x5au8; CHUNK];
     let mut failure = None;
     let mut written: u64 = 0;
@@ -124,9 +121,9 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
         .join()
         .map_err(|_| AgentError::runtime("sampler thread panicked"))??;
     let info = tcpinfo::read(fd)?;
-    writeln!(out, "{}", info.to_json(unix_now(), args.flow_id))?;
+    writeln!(out, "{}", info.to_json(unix_now(), args.flow.flow_id))?;
     let summary = json!({
-        "ts": unix_now(), "type": "summary", "flow": args.flow_id, "cc": args.cc,
+        "ts": unix_now(), "type": "summary", "flow": args.flow.flow_id, "cc": args.cc,
         "local": local.to_string(),
         "start_ts": round_us(start_ts), "end_ts": round_us(end_ts),
         "bytes_sent": info.bytes_sent, "bytes_acked": info.bytes_acked,

@@ -1,6 +1,7 @@
 //! The few socket calls std does not offer: choosing the congestion controller before connect.
 
 use ccbench_common::AgentError;
+use ccbench_transport::udp::sockaddr_of;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{FromRawFd, RawFd};
 
@@ -90,46 +91,6 @@ pub fn connect_with_cc(dst: SocketAddr, cc: &str) -> Result<TcpStream, AgentErro
         return Err(AgentError::runtime(format!("cannot connect to {dst}: {e}")));
     }
     Ok(stream)
-}
-
-fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: all-zero is a valid sockaddr_storage.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_in fits in sockaddr_storage.
-            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
-            (
-                storage,
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
-            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
-            (
-                storage,
-                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-            )
-        }
-    }
 }
 
 /// SO_LINGER {on, 0}: close(2) resets the connection and discards unsent data.

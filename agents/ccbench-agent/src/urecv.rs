@@ -3,6 +3,7 @@
 //! verifies every byte, acknowledges (in GSO batches), runs the algorithm's receiver half, and
 //! logs goodput per interval and one `close` line per flow.
 
+use crate::args::MonitorArgs;
 use ccbench_cc::Config;
 use ccbench_common::{stop_requested, unix_now, AgentError};
 use ccbench_transport::receiver::FlowReceiver;
@@ -11,19 +12,26 @@ use ccbench_transport::wire::{self, Packet};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+#[derive(clap::Args, Debug)]
 pub struct URecvArgs {
+    #[arg(long)]
     pub listen: SocketAddr,
-    pub interval_ms: u64,
-    pub out: PathBuf,
-    pub duration_s: Option<f64>,
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
+    /// Acknowledge every second packet (or after 40 ms) instead of every packet.
+    #[arg(long)]
     pub delayed_acks: bool,
 }
+
+// `--delayed-acks` turns delayed ACKs on: that is the spec's default only while it is off.
+const _: () = assert!(
+    !ccbench_transport::defaults::DELAYED_ACKS,
+    "transport.delayed_acks defaults to true: urecv needs a --no-delayed-acks flag instead"
+);
 
 /// A flow that has received nothing for this long without a FIN is closed (its sender died).
 pub const IDLE_LIMIT: Duration = Duration::from_secs(30);
@@ -152,10 +160,7 @@ fn recv_line(out: &mut impl Write, f: &mut Flow, ts: f64) -> std::io::Result<()>
 }
 
 pub fn run(args: URecvArgs) -> Result<(), AgentError> {
-    let file = File::create(&args.out).map_err(|e| {
-        AgentError::usage(format!("cannot create --out {}: {e}", args.out.display()))
-    })?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let mut out = args.monitor.output.create()?;
     let mut socket = Socket::bind(args.listen)
         .map_err(|e| AgentError::usage(format!("cannot listen on {}: {e}", args.listen)))?;
     let bound = socket.local_addr()?;
@@ -166,8 +171,8 @@ pub fn run(args: URecvArgs) -> Result<(), AgentError> {
     std::io::stdout().flush()?;
 
     let clock = Instant::now();
-    let interval = Duration::from_millis(args.interval_ms.max(1));
-    let until = args.duration_s.map(|d| clock + Duration::from_secs_f64(d));
+    let interval = args.monitor.output.interval();
+    let until = args.monitor.until(clock);
     let mut next_report = clock + interval;
     let mut flows: HashMap<FlowKey, Flow> = HashMap::new();
     let mut closed: HashMap<FlowKey, wire::FinAck> = HashMap::new();

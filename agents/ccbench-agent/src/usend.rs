@@ -3,36 +3,52 @@
 //! ACKs, run timers, log, send what the state machine allows (GSO batches), then wait (ppoll,
 //! with a spin for the last microseconds before a pacing deadline).
 
+use crate::args::FlowArgs;
 use ccbench_cc::{Config, Controller};
 use ccbench_common::traffic::TrafficArgs;
-use ccbench_common::{round_us, sleep_until_unix, stop_requested, unix_now, AgentError};
+use ccbench_common::{round_us, stop_requested, unix_now, AgentError};
 use ccbench_transport::cbr::ConstantRate;
+use ccbench_transport::defaults;
 use ccbench_transport::sender::{LossKind, Poll, Sender, SenderConfig, Transmit};
 use ccbench_transport::udp::{self, Socket, MAX_GSO_BYTES, MAX_GSO_SEGMENTS};
 use ccbench_transport::{pattern, wire};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+#[derive(clap::Args, Debug)]
 pub struct USendArgs {
+    #[arg(long)]
     pub dst: SocketAddr,
+    /// Algorithm id (see ccbench_cc::ALGORITHMS); not needed with --cbr-rate-bps.
+    #[arg(long)]
     pub cc: Option<String>,
+    /// The algorithm's parameters as a JSON object of numbers.
+    #[arg(long)]
     pub params: Option<String>,
-    pub duration_s: f64,
-    pub interval_ms: u64,
-    pub out: PathBuf,
-    pub start_at: Option<f64>,
-    pub flow_id: u32,
+    #[command(flatten)]
+    pub flow: FlowArgs,
+    /// Payload bytes per packet (1448 fills a 1500-byte MTU).
+    #[arg(long, default_value_t = defaults::MSS)]
     pub mss: u32,
+    #[arg(long, default_value_t = millis(defaults::MIN_RTO))]
     pub min_rto_ms: f64,
+    /// Timer granularity of the RTO (500 for seed 000's coarse timer).
+    #[arg(long, default_value_t = millis(defaults::RTO_GRANULARITY))]
     pub rto_granularity_ms: f64,
+    /// One log line per ACK.
+    #[arg(long)]
     pub per_ack: bool,
+    /// Constant-rate UDP background at this many payload bits per second: no controller,
+    /// no retransmission.
+    #[arg(long)]
     pub cbr_rate_bps: Option<f64>,
+    /// Seed of controllers that draw random numbers (TFRC's S3 rounds).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
     pub traffic: TrafficArgs,
 }
 
@@ -75,6 +91,11 @@ pub fn parse_params(text: Option<&str>) -> Result<BTreeMap<String, f64>, AgentEr
         params.insert(name, number);
     }
     Ok(params)
+}
+
+/// A default duration as its flag writes it, in milliseconds.
+fn millis(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1e3
 }
 
 fn ms_flag(name: &str, value: f64) -> Result<Duration, AgentError> {
@@ -297,7 +318,8 @@ fn handshake(socket: &mut Socket, flow: u32, hello: &Value) -> Result<Duration, 
     ))
 }
 
-pub fn run(args: USendArgs) -> Result<(), AgentError> {
+/// The transport's configuration from `--mss`, `--min-rto-ms`, `--rto-granularity-ms`.
+fn sender_config(args: &USendArgs) -> Result<SenderConfig, AgentError> {
     if args.mss == 0 || args.mss as usize > wire::MAX_PAYLOAD {
         return Err(AgentError::usage(format!(
             "--mss must be between 1 and {}, got {}",
@@ -305,37 +327,34 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
             args.mss
         )));
     }
-    let min_rto = ms_flag("--min-rto-ms", args.min_rto_ms)?;
-    let granularity = ms_flag("--rto-granularity-ms", args.rto_granularity_ms)?;
+    Ok(SenderConfig {
+        mss: args.mss,
+        min_rto: ms_flag("--min-rto-ms", args.min_rto_ms)?,
+        rto_granularity: ms_flag("--rto-granularity-ms", args.rto_granularity_ms)?,
+    })
+}
+
+pub fn run(args: USendArgs) -> Result<(), AgentError> {
+    args.flow.check()?;
+    let config = sender_config(&args)?;
     let (controller, cc_id, hello) = build_controller(&args)?;
-    let file = File::create(&args.out).map_err(|e| {
-        AgentError::usage(format!("cannot create --out {}: {e}", args.out.display()))
-    })?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let mut out = args.flow.output.create()?;
     let mut socket = Socket::connect(args.dst).map_err(|e| {
         AgentError::runtime(format!("cannot open a UDP socket to {}: {e}", args.dst))
     })?;
     let local = socket.local_addr()?;
     udp::set_fine_timer_slack();
-    if let Some(at) = args.start_at {
-        sleep_until_unix(at);
-    }
-    let handshake_rtt = handshake(&mut socket, args.flow_id, &hello)?;
+    args.flow.wait_for_start();
+    let flow_id = args.flow.flow_id;
+    let handshake_rtt = handshake(&mut socket, flow_id, &hello)?;
 
-    let mut sender = Sender::new(
-        SenderConfig {
-            mss: args.mss,
-            min_rto,
-            rto_granularity: granularity,
-        },
-        controller,
-    );
+    let mut sender = Sender::new(config, controller);
     sender.seed_rtt(handshake_rtt);
     let mut traffic = args.traffic.build()?;
     let origin = Instant::now();
     let start_ts = unix_now();
-    let end = origin + Duration::from_secs_f64(args.duration_s);
-    let interval = Duration::from_millis(args.interval_ms.max(1));
+    let end = origin + Duration::from_secs_f64(args.flow.duration_s);
+    let interval = args.flow.output.interval();
     let mut next_log = origin + interval;
     let mut phase = Phase::Sending;
     let mut end_ts = None;
@@ -345,7 +364,7 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
         segment: 0,
         count: 0,
         limit: 1,
-        flow: args.flow_id,
+        flow: flow_id,
     };
     let mut rbuf = vec![0u8; 1 << 16];
     loop {
@@ -360,29 +379,29 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
                 let Ok(wire::Packet::Ack(ack)) = wire::decode(datagram) else {
                     continue;
                 };
-                if ack.flow != args.flow_id {
+                if ack.flow != flow_id {
                     continue;
                 }
                 let outcome = sender.on_ack(now, &ack);
                 if args.per_ack && outcome.valid {
                     let cc = sender.controller();
-                    let line = json!({"ts": unix_now(), "type": "ack", "flow": args.flow_id,
+                    let line = json!({"ts": unix_now(), "type": "ack", "flow": flow_id,
                         "seq": ack.echo_seq, "rtt_s": secs(outcome.rtt),
                         "cwnd_pkts": finite(cc.cwnd()), "state": state_of(cc)});
                     writeln!(out, "{line}")?;
                 }
                 if let Some(kind) = outcome.loss {
-                    write_loss(&mut out, &sender, args.flow_id, kind)?;
+                    write_loss(&mut out, &sender, flow_id, kind)?;
                 }
             }
         }
         if sender.timer_deadline().is_some_and(|t| t <= now) {
             if let Some(kind) = sender.on_timer(now) {
-                write_loss(&mut out, &sender, args.flow_id, kind)?;
+                write_loss(&mut out, &sender, flow_id, kind)?;
             }
         }
         if now_i >= next_log {
-            writeln!(out, "{}", transport_line(&sender, args.flow_id, args.mss))?;
+            writeln!(out, "{}", transport_line(&sender, flow_id, args.mss))?;
             while next_log <= now_i {
                 next_log += interval;
             }
@@ -452,11 +471,11 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
     let end_ts = end_ts.unwrap_or_else(unix_now);
     let offered = traffic.available((Instant::now() - origin).as_secs_f64());
     let complete = sender.all_resolved();
-    let fin_acked = finish(&mut socket, &mut sender, args.flow_id, origin, complete)?;
-    writeln!(out, "{}", transport_line(&sender, args.flow_id, args.mss))?;
+    let fin_acked = finish(&mut socket, &mut sender, flow_id, origin, complete)?;
+    writeln!(out, "{}", transport_line(&sender, flow_id, args.mss))?;
     let stats = sender.stats();
     let summary = json!({
-        "ts": unix_now(), "type": "summary", "flow": args.flow_id, "cc": cc_id,
+        "ts": unix_now(), "type": "summary", "flow": flow_id, "cc": cc_id,
         "runtime": "userspace", "local": local.to_string(),
         "start_ts": round_us(start_ts), "end_ts": round_us(end_ts),
         "bytes_sent": stats.bytes_sent, "bytes_acked": stats.bytes_acked,
@@ -557,5 +576,37 @@ mod tests {
             .unwrap_err()
             .message
             .contains("JSON"));
+    }
+
+    #[test]
+    fn the_transport_flags_default_to_the_spec() {
+        use clap::Parser;
+        let parse = |args: &[&str]| crate::Cli::try_parse_from(args).unwrap().command;
+        let crate::Command::Usend(usend) = parse(&[
+            "ccbench-agent",
+            "usend",
+            "--dst",
+            "10.2.1.1:5001",
+            "--duration-s",
+            "1",
+            "--out",
+            "x",
+        ]) else {
+            panic!("not usend");
+        };
+        // The flags' defaults, converted as given flags are, are SenderConfig's: both come from
+        // the generated ccbench_transport::defaults (schemas/spec.py's TransportOptions).
+        assert_eq!(sender_config(&usend).unwrap(), SenderConfig::default());
+        let crate::Command::Urecv(urecv) = parse(&[
+            "ccbench-agent",
+            "urecv",
+            "--listen",
+            "0.0.0.0:5001",
+            "--out",
+            "x",
+        ]) else {
+            panic!("not urecv");
+        };
+        assert_eq!(urecv.delayed_acks, defaults::DELAYED_ACKS);
     }
 }

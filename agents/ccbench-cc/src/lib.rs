@@ -17,6 +17,7 @@ use std::time::Duration;
 
 pub mod harness;
 pub mod params;
+pub mod rng;
 
 // Standard TCP and seeds 000 (TCP-BFA), 001 (adaptive AIMD), 002 (Vegas, Dual).
 pub mod aaimd;

@@ -45,6 +45,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::params::Params;
+use crate::rng::SplitMix64;
 use crate::{Ack, Config, ConfigError, CongestionEvent, Controller, Recovery, Sent, Time};
 
 /// Numeric ceiling of the rate (packets per second): doubling is unbounded in the seed, and a
@@ -177,25 +178,6 @@ pub struct RoundOutcome {
     pub next_round_len: Duration,
 }
 
-/// SplitMix64: a small, well-mixed generator for S3's random round lengths (no dependency).
-#[derive(Clone, Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn next_unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 pub struct Tfrc {
     params: TfrcParams,
     mss: u32,
@@ -238,7 +220,7 @@ impl Tfrc {
             rto_s: INITIAL_RTO_S.max(params.rto_min_s),
             last_loss_p: 0.0,
             last_round: None,
-            rng: SplitMix64(seed),
+            rng: SplitMix64::new(seed),
         };
         tfrc.round_len = tfrc.draw_round_len();
         tfrc.round_end = tfrc.round_len;

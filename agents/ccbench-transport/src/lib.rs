@@ -35,6 +35,7 @@
 //! - Data packets fill a 1500-byte MTU with the default 1448-byte payload (20 IPv4 + 8 UDP + 24).
 
 pub mod cbr;
+pub mod defaults;
 pub mod pattern;
 pub mod receiver;
 pub mod rtt;

@@ -28,6 +28,7 @@
 //! `cwnd`, which is what Reno's window inflation (one packet per duplicate ACK) amounts to. An RTO (RFC 6298 (5.4)-(5.7)) backs the timer off, tells the controller
 //! (`on_timeout`) and goes back N as Tahoe does.
 
+use crate::defaults;
 use crate::rtt::RttEstimator;
 use crate::wire::AckPacket;
 use ccbench_cc::{Ack, CongestionEvent, Controller, Feedback, Recovery, Sent};
@@ -37,12 +38,23 @@ use std::time::Duration;
 /// Packets acknowledged above a hole before it is declared lost (RFC 5681 / RFC 6675).
 pub const DUPTHRESH: u64 = 3;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SenderConfig {
     /// Payload bytes per packet.
     pub mss: u32,
     pub min_rto: Duration,
     pub rto_granularity: Duration,
+}
+
+/// The spec's `transport` defaults (`crate::defaults`, generated from schemas/spec.py).
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            mss: defaults::MSS,
+            min_rto: defaults::MIN_RTO,
+            rto_granularity: defaults::RTO_GRANULARITY,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -52,6 +52,8 @@ fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<i32> {
     }
 }
 
+/// `addr` as the C socket calls take it: the storage and the length of its sockaddr_in or
+/// sockaddr_in6. The agents' one conversion (the kernel-TCP sender's connect uses it too).
 pub fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: all-zero is a valid sockaddr_storage.
     let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
@@ -325,4 +327,24 @@ pub fn wait(fd: RawFd, deadline: Option<Instant>, max_wait: Duration) -> bool {
         std::hint::spin_loop();
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_addresses_survive_the_round_trip_through_sockaddr() {
+        for text in ["10.1.2.3:5001", "[fe80::1%7]:443", "[::1]:0"] {
+            let addr: SocketAddr = text.parse().unwrap();
+            let (storage, len) = sockaddr_of(addr);
+            let expected = if addr.is_ipv4() {
+                size_of::<libc::sockaddr_in>()
+            } else {
+                size_of::<libc::sockaddr_in6>()
+            };
+            assert_eq!(len as usize, expected, "{text}");
+            assert_eq!(socket_addr_from(&storage), Some(addr), "{text}");
+        }
+    }
 }

@@ -42,10 +42,10 @@
 char _license[] SEC("license") = "GPL";
 
 /* Tunables: written by ccbench's loader from the spec (schemas/algorithms.py is the source of
- * their names, units and defaults). */
-const volatile __u32 beta_max_x256 = 205;      /* 0.8 */
-const volatile __u32 rtt_max_fade_x256 = 224;  /* a = 7/8 */
-const volatile __u32 variant = 0;              /* 0: RTT ratio (eq. 4), 1: throughput (eq. 10) */
+ * their names, units and defaults; ccb_defaults.h is generated from it). */
+const volatile __u32 beta_max_x256 = CCB_DEFAULT_BETA_MAX_X256;
+const volatile __u32 rtt_max_fade_x256 = CCB_DEFAULT_RTT_MAX_FADE_X256; /* a */
+const volatile __u32 variant = CCB_DEFAULT_VARIANT; /* 0: RTT ratio (eq. 4), 1: throughput (eq. 10) */
 
 #define AAIMD_BETA_MIN_X256 128U
 

@@ -18,6 +18,6 @@
 
 char _license[] SEC("license") = "GPL";
 
-const volatile __u32 alpha_x256 = 512; /* RE = alpha * BSE, alpha = 2.0 */
+const volatile __u32 alpha_x256 = CCB_DEFAULT_ALPHA_X256; /* RE = alpha * BSE */
 
 PACED_WESTWOOD_CONTROLLER(alpha_paced_westwood, alpha_x256, "ccb_alpha_paced");

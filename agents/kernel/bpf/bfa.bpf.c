@@ -19,10 +19,10 @@
 char _license[] SEC("license") = "GPL";
 
 /* Tunables: written by ccbench's loader from the spec (schemas/algorithms.py is the source of
- * their names, units and defaults). */
-const volatile __s32 sigma_on_us = 10000;
-const volatile __s32 sigma_off_us = -10000;
-const volatile __u32 alpha_srv_x256 = 128;
+ * their names, units and defaults; ccb_defaults.h is generated from it). */
+const volatile __s32 sigma_on_us = CCB_DEFAULT_SIGMA_ON_US;
+const volatile __s32 sigma_off_us = CCB_DEFAULT_SIGMA_OFF_US;
+const volatile __u32 alpha_srv_x256 = CCB_DEFAULT_ALPHA_SRV_X256;
 
 /* Traced per round trip: the flag, srv and ccbench's own smoothed RTT of the seed's formula. */
 CCB_STATE_FIELDS("flag,srv_us,bfa_srtt_us");

@@ -4,6 +4,8 @@
  * Conventions (docs/contracts.md, "BPF congestion controllers"):
  * - Tunables are `const volatile` globals in .rodata. ccbench's loader (workers/bpf.py) writes
  *   the spec's values into the object before registering it, so no recompilation is needed.
+ *   Their initial values are the macros of ccb_defaults.h, generated from schemas/algorithms.py
+ *   (`make schemas`); tests/test_bpf_defaults.py checks every compiled object against it.
  * - The struct_ops `.name` is a placeholder `ccb_<id>`; the loader renames each registration
  *   per run so that concurrent runs cannot collide.
  * - No floating point and no signed division (clang 14): fractions are fixed point with a
@@ -22,6 +24,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+
+#include "ccb_defaults.h"
 
 #define TCP_INFINITE_SSTHRESH 0x7fffffff
 #define CCB_MIN(a, b) ((a) < (b) ? (a) : (b))

@@ -28,9 +28,9 @@
 char _license[] SEC("license") = "GPL";
 
 /* Tunables: written by ccbench's loader from the spec (schemas/algorithms.py is the source of
- * their names, units and defaults). */
-const volatile __u32 a_x256 = 128;
-const volatile __u32 ss_every_other = 1;
+ * their names, units and defaults; ccb_defaults.h is generated from it). */
+const volatile __u32 a_x256 = CCB_DEFAULT_A_X256;
+const volatile __u32 ss_every_other = CCB_DEFAULT_SS_EVERY_OTHER;
 
 /* Traced per round trip, at each cut and at each loss. rtt_us is the RTT sample the last
  * decision (or the latest ACK) used. */

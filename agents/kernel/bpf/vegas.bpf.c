@@ -20,9 +20,10 @@
 
 char _license[] SEC("license") = "GPL";
 
-const volatile __u32 alpha_pkts = 1;
-const volatile __u32 beta_pkts = 3;
-const volatile __u32 gamma_pkts = 1;
+/* Tunables (schemas/algorithms.py; defaults generated into ccb_defaults.h). */
+const volatile __u32 alpha_pkts = CCB_DEFAULT_ALPHA_PKTS;
+const volatile __u32 beta_pkts = CCB_DEFAULT_BETA_PKTS;
+const volatile __u32 gamma_pkts = CCB_DEFAULT_GAMMA_PKTS;
 
 /* Traced once per round trip, after the round's decision. */
 CCB_STATE_FIELDS("diff_x256,base_rtt_us,round_min_rtt_us");

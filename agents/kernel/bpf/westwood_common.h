@@ -55,9 +55,10 @@
 #define WW_NO_RTT 0xffffffffU
 #define WW_USEC_PER_SEC 1000000ULL
 
-/* Tunables shared by the three Westwood objects (schemas/algorithms.py names them). */
-const volatile __u32 bse_gain_x256 = 224;       /* weight of the old estimate, 7/8 */
-const volatile __u32 bse_sample_min_us = 50000; /* shortest BSE sampling window */
+/* Tunables shared by the three Westwood objects (schemas/algorithms.py names them; their
+ * defaults are generated into ccb_defaults.h). */
+const volatile __u32 bse_gain_x256 = CCB_DEFAULT_BSE_GAIN_X256; /* weight of the old estimate */
+const volatile __u32 bse_sample_min_us = CCB_DEFAULT_BSE_SAMPLE_MIN_US; /* shortest BSE window */
 
 struct westwood {
 	__u64 bse_Bps;       /* bandwidth share estimate, bytes per second (0: none yet) */
