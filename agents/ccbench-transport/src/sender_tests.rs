@@ -549,3 +549,39 @@ fn acks_for_packets_never_sent_are_ignored() {
     assert!(!s.on_ack(ms(10), &bogus).valid);
     assert_eq!(s.stats().bytes_acked, 0);
 }
+
+#[test]
+fn an_ack_that_starts_an_event_names_the_first_lost_packet_and_the_recovery_flag() {
+    for recovery in [Recovery::Reno, Recovery::NewReno, Recovery::Tahoe] {
+        let (mut s, _) = sender(recovery, None);
+        for _ in 0..6 {
+            assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
+        }
+        let ack = |echo_seq: u64, cum_ack: u64, sack: u64| AckPacket {
+            flow: 0,
+            echo_seq,
+            echo_sent_us: 0,
+            cum_ack,
+            sack,
+            feedback: 0,
+            duplicate: false,
+        };
+        let first = s.on_ack(ms(20), &ack(0, 1, 0));
+        assert_eq!(
+            (first.loss, first.first_lost, first.in_recovery),
+            (None, None, false)
+        );
+        assert_eq!(s.resolved_below(), 1);
+        // 1 and 2 are lost, 3 and 4 arrive: 4 is DUPTHRESH above 1, so 1 is presumed lost.
+        let second = s.on_ack(ms(21), &ack(3, 1, 0));
+        assert_eq!((second.loss, second.in_recovery), (None, false));
+        let third = s.on_ack(ms(22), &ack(4, 1, 0b1));
+        assert_eq!(third.loss, Some(LossKind::Congestion), "{recovery:?}");
+        assert_eq!(third.first_lost, Some(1));
+        assert!(third.in_recovery);
+        // 2 is lost in the same episode: no second event.
+        let fourth = s.on_ack(ms(23), &ack(5, 1, 0b11));
+        assert_eq!((fourth.loss, fourth.first_lost), (None, None));
+        assert_eq!(s.resolved_below(), 1);
+    }
+}
