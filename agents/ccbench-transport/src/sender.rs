@@ -157,6 +157,8 @@ pub struct Sender {
     /// The pacing slot and size of the last paced packet (its gap is re-read at the current
     /// rate, see `poll_send`).
     last_paced: Option<(Duration, u32)>,
+    /// The last poll found a packet held by pacing (`PaceUntil`) rather than none (`Blocked`).
+    waiting_for_slot: bool,
     stats: Stats,
     newly_acked: Vec<u64>,
 }
@@ -189,6 +191,7 @@ impl Sender {
             rto_deadline: None,
             next_send_time: Duration::ZERO,
             last_paced: None,
+            waiting_for_slot: false,
             stats: Stats::default(),
             newly_acked: Vec::new(),
         }
@@ -253,6 +256,7 @@ impl Sender {
     /// available since the flow started (new packets never go beyond it).
     pub fn poll_send(&mut self, now: Duration, app_total: u64) -> Poll {
         let Some((seq, bytes, retransmission)) = self.candidate(app_total) else {
+            self.waiting_for_slot = false;
             return Poll::Blocked;
         };
         let rate = self.cc.pacing_rate().filter(|r| r.is_finite() && *r > 0.0);
@@ -268,6 +272,7 @@ impl Sender {
             }
         }
         if rate.is_some() && now < self.next_send_time {
+            self.waiting_for_slot = true;
             return Poll::PaceUntil(self.next_send_time);
         }
         if retransmission {
@@ -310,12 +315,15 @@ impl Sender {
         }
         if let Some(rate) = rate {
             let gap = Duration::from_secs_f64(bytes as f64 / rate);
-            // Keep the schedule when a little late (the average rate stays exact); after an
-            // idle period longer than one gap, start afresh (no burst of saved-up credit).
-            let start = if now.saturating_sub(self.next_send_time) > gap {
-                now
-            } else {
+            // Keep the schedule when woken a little late for the slot (the average rate stays
+            // exact). Start afresh after an idle period longer than one gap, and when the slot
+            // passed while the sender was blocked (window full, no data): no burst of saved-up
+            // credit, as Linux (the next departure counts from max(slot, now)).
+            let late = now.saturating_sub(self.next_send_time);
+            let start = if self.waiting_for_slot && late <= gap {
                 self.next_send_time
+            } else {
+                now
             };
             self.next_send_time = start + gap;
             self.last_paced = Some((start, bytes));

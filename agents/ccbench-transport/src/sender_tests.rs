@@ -432,6 +432,20 @@ fn pacing_keeps_its_schedule_when_woken_late_and_does_not_burst_after_idle() {
     assert_eq!(s.poll_send(ms(1002), u64::MAX), Poll::PaceUntil(ms(1003)));
 }
 
+#[test]
+fn a_slot_that_passed_while_blocked_is_not_kept() {
+    // 1 ms per packet. The application offers one packet, then the next only at 1.9 ms: the
+    // 1 ms slot passed while there was nothing to send (as when the window is full), so the
+    // schedule restarts from that packet instead of crediting it: the one after follows
+    // a whole gap later, at 2.9 ms, not at 2 ms (0.1 ms after it).
+    let (mut s, _) = sender(Recovery::Reno, Some(1e6));
+    let mss = MSS as u64;
+    assert!(matches!(s.poll_send(ms(0), mss), Poll::Send(_)));
+    assert_eq!(s.poll_send(ms(0), mss), Poll::Blocked);
+    assert!(matches!(s.poll_send(us(1900), 3 * mss), Poll::Send(_)));
+    assert_eq!(s.poll_send(us(1900), 3 * mss), Poll::PaceUntil(us(2900)));
+}
+
 /// A rate controller whose rate the test sets between calls (TFRC's round ends).
 struct SharedRateCc(Arc<Mutex<f64>>);
 
