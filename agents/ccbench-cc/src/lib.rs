@@ -1,5 +1,6 @@
-//! ccbench's userspace congestion controllers (issue 5), written once and driven both by the
-//! userspace transport and by unit tests on a virtual clock.
+//! ccbench's userspace congestion controllers (issue 5), written once and driven by the
+//! userspace transport (`ccbench-transport`), in production and, for the tests that need a
+//! network, on the virtual clock of `ccbench-sim`; unit tests here drive the hooks directly.
 //!
 //! No I/O and no clock: every hook receives `now` (time since the flow's start, as the caller
 //! measures it), the same discipline as quinn-proto's `Controller`. Windows are in packets of
@@ -15,7 +16,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub mod harness;
 pub mod params;
 pub mod rng;
 
@@ -181,6 +181,14 @@ pub struct Config {
     pub params: BTreeMap<String, f64>,
     /// Seed for controllers that draw random numbers (TFRC's strategy S3).
     pub seed: u64,
+}
+
+impl Config {
+    /// `mss`-byte packets and these parameters by name (tests and examples).
+    pub fn with_params(mss: u32, params: &[(&str, f64)], seed: u64) -> Config {
+        let params = params.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        Config { mss, params, seed }
+    }
 }
 
 /// Bad configuration, naming the parameter and the reason.

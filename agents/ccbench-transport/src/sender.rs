@@ -110,6 +110,10 @@ pub struct AckOutcome {
     pub newly_acked: u32,
     /// A congestion event began with this ACK.
     pub loss: Option<LossKind>,
+    /// With `loss`: the first packet the event presumes lost.
+    pub first_lost: Option<u64>,
+    /// What the controller's `on_ack` was told (`ccbench_cc::Ack::in_recovery`).
+    pub in_recovery: bool,
 }
 
 /// Counters, cumulative since the flow started.
@@ -165,6 +169,8 @@ pub struct Sender {
     /// The pacing slot and size of the last paced packet (its gap is re-read at the current
     /// rate, see `poll_send`).
     last_paced: Option<(Duration, u32)>,
+    /// The last poll found a packet held by pacing (`PaceUntil`) rather than none (`Blocked`).
+    waiting_for_slot: bool,
     stats: Stats,
     newly_acked: Vec<u64>,
 }
@@ -197,6 +203,7 @@ impl Sender {
             rto_deadline: None,
             next_send_time: Duration::ZERO,
             last_paced: None,
+            waiting_for_slot: false,
             stats: Stats::default(),
             newly_acked: Vec::new(),
         }
@@ -223,6 +230,11 @@ impl Sender {
     }
     pub fn in_fast_recovery(&self) -> bool {
         self.episode.is_some_and(|e| e.fast)
+    }
+    /// Every packet below this sequence number is acknowledged (or, `Recovery::None`, given
+    /// up): the sender's cumulative point.
+    pub fn resolved_below(&self) -> u64 {
+        self.base
     }
 
     /// Everything sent has been acknowledged (reliable) or resolved (`Recovery::None`).
@@ -256,6 +268,7 @@ impl Sender {
     /// available since the flow started (new packets never go beyond it).
     pub fn poll_send(&mut self, now: Duration, app_total: u64) -> Poll {
         let Some((seq, bytes, retransmission)) = self.candidate(app_total) else {
+            self.waiting_for_slot = false;
             return Poll::Blocked;
         };
         let rate = self.cc.pacing_rate().filter(|r| r.is_finite() && *r > 0.0);
@@ -271,6 +284,7 @@ impl Sender {
             }
         }
         if rate.is_some() && now < self.next_send_time {
+            self.waiting_for_slot = true;
             return Poll::PaceUntil(self.next_send_time);
         }
         if retransmission {
@@ -313,12 +327,15 @@ impl Sender {
         }
         if let Some(rate) = rate {
             let gap = Duration::from_secs_f64(bytes as f64 / rate);
-            // Keep the schedule when a little late (the average rate stays exact); after an
-            // idle period longer than one gap, start afresh (no burst of saved-up credit).
-            let start = if now.saturating_sub(self.next_send_time) > gap {
-                now
-            } else {
+            // Keep the schedule when woken a little late for the slot (the average rate stays
+            // exact). Start afresh after an idle period longer than one gap, and when the slot
+            // passed while the sender was blocked (window full, no data): no burst of saved-up
+            // credit, as Linux (the next departure counts from max(slot, now)).
+            let late = now.saturating_sub(self.next_send_time);
+            let start = if self.waiting_for_slot && late <= gap {
                 self.next_send_time
+            } else {
+                now
             };
             self.next_send_time = start + gap;
             self.last_paced = Some((start, bytes));
@@ -525,12 +542,12 @@ impl Sender {
 
         // Loss detection (FACK).
         self.fack_cursor = self.fack_cursor.max(self.base);
-        let mut first_lost_sent_at = None;
+        let mut first_lost = None;
         while self.fack_cursor + DUPTHRESH <= highest && self.fack_cursor < self.next_seq {
             let seq = self.fack_cursor;
             if let Some(slot) = self.slot(seq).copied() {
                 if !slot.retransmitted && self.mark_lost(seq) {
-                    first_lost_sent_at.get_or_insert(slot.sent_at);
+                    first_lost.get_or_insert((seq, slot.sent_at));
                 }
             }
             self.fack_cursor += 1;
@@ -543,10 +560,10 @@ impl Sender {
             self.dupacks += 1;
         }
         let episode_before = self.episode;
-        let loss = self.update_episode(now, cum_advanced, pipe_before, first_lost_sent_at);
-        // As ccbench_cc::harness: every ACK of an episode is "in recovery" (the ones that
-        // start and end it too), except cumulative progress in a Tahoe or timeout episode,
-        // which is slow start.
+        let event_lost = self.update_episode(now, cum_advanced, pipe_before, first_lost);
+        let loss = event_lost.map(|_| LossKind::Congestion);
+        // Every ACK of an episode is "in recovery" (the ones that start and end it too), except
+        // cumulative progress in a Tahoe or timeout episode, which is slow start.
         let in_recovery = match (self.recovery, episode_before) {
             (Recovery::None, _) => false,
             _ if loss.is_some() => true,
@@ -580,16 +597,20 @@ impl Sender {
             rtt,
             newly_acked: self.newly_acked.len() as u32,
             loss,
+            first_lost: event_lost,
+            in_recovery,
         }
     }
 
+    /// Ends or continues the current episode, or starts one: then returns the first packet it
+    /// presumes lost. `first_lost`: the first packet this ACK marked lost, and its send time.
     fn update_episode(
         &mut self,
         now: Duration,
         cum_advanced: bool,
         pipe_before: u32,
-        first_lost_sent_at: Option<Duration>,
-    ) -> Option<LossKind> {
+        first_lost: Option<(u64, Duration)>,
+    ) -> Option<u64> {
         if let Some(episode) = self.episode {
             let over = match self.recovery {
                 Recovery::Reno => cum_advanced,
@@ -616,16 +637,16 @@ impl Sender {
         // A new loss starts an episode; a hole left over from the last one needs three new
         // duplicate ACKs (classic Reno's second fast retransmit).
         let start = match self.recovery {
-            Recovery::None => first_lost_sent_at.is_some(),
-            _ => first_lost_sent_at.is_some() || (self.unrepaired > 0 && self.dupacks >= DUPTHRESH),
+            Recovery::None => first_lost.is_some(),
+            _ => first_lost.is_some() || (self.unrepaired > 0 && self.dupacks >= DUPTHRESH),
         };
         if !start {
             return None;
         }
         let lowest = self.lowest_unrepaired();
-        let lost_sent_at = first_lost_sent_at
-            .or_else(|| lowest.and_then(|s| self.slot(s)).map(|s| s.sent_at))
-            .unwrap_or(now);
+        let (lost_seq, lost_sent_at) = first_lost
+            .or_else(|| lowest.and_then(|s| self.slot(s).map(|slot| (s, slot.sent_at))))
+            .unwrap_or((self.base, now));
         self.episode = Some(Episode {
             recover: self.next_seq.saturating_sub(1),
             started: now,
@@ -646,7 +667,7 @@ impl Sender {
             }
             Recovery::None => {}
         }
-        Some(LossKind::Congestion)
+        Some(lost_seq)
     }
 
     /// Runs due timers: the RTO (returns `Some(Timeout)` when it fired) and the controller's.

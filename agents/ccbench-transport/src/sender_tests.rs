@@ -432,6 +432,20 @@ fn pacing_keeps_its_schedule_when_woken_late_and_does_not_burst_after_idle() {
     assert_eq!(s.poll_send(ms(1002), u64::MAX), Poll::PaceUntil(ms(1003)));
 }
 
+#[test]
+fn a_slot_that_passed_while_blocked_is_not_kept() {
+    // 1 ms per packet. The application offers one packet, then the next only at 1.9 ms: the
+    // 1 ms slot passed while there was nothing to send (as when the window is full), so the
+    // schedule restarts from that packet instead of crediting it: the one after follows
+    // a whole gap later, at 2.9 ms, not at 2 ms (0.1 ms after it).
+    let (mut s, _) = sender(Recovery::Reno, Some(1e6));
+    let mss = MSS as u64;
+    assert!(matches!(s.poll_send(ms(0), mss), Poll::Send(_)));
+    assert_eq!(s.poll_send(ms(0), mss), Poll::Blocked);
+    assert!(matches!(s.poll_send(us(1900), 3 * mss), Poll::Send(_)));
+    assert_eq!(s.poll_send(us(1900), 3 * mss), Poll::PaceUntil(us(2900)));
+}
+
 /// A rate controller whose rate the test sets between calls (TFRC's round ends).
 struct SharedRateCc(Arc<Mutex<f64>>);
 
@@ -548,4 +562,40 @@ fn acks_for_packets_never_sent_are_ignored() {
     };
     assert!(!s.on_ack(ms(10), &bogus).valid);
     assert_eq!(s.stats().bytes_acked, 0);
+}
+
+#[test]
+fn an_ack_that_starts_an_event_names_the_first_lost_packet_and_the_recovery_flag() {
+    for recovery in [Recovery::Reno, Recovery::NewReno, Recovery::Tahoe] {
+        let (mut s, _) = sender(recovery, None);
+        for _ in 0..6 {
+            assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
+        }
+        let ack = |echo_seq: u64, cum_ack: u64, sack: u64| AckPacket {
+            flow: 0,
+            echo_seq,
+            echo_sent_us: 0,
+            cum_ack,
+            sack,
+            feedback: 0,
+            duplicate: false,
+        };
+        let first = s.on_ack(ms(20), &ack(0, 1, 0));
+        assert_eq!(
+            (first.loss, first.first_lost, first.in_recovery),
+            (None, None, false)
+        );
+        assert_eq!(s.resolved_below(), 1);
+        // 1 and 2 are lost, 3 and 4 arrive: 4 is DUPTHRESH above 1, so 1 is presumed lost.
+        let second = s.on_ack(ms(21), &ack(3, 1, 0));
+        assert_eq!((second.loss, second.in_recovery), (None, false));
+        let third = s.on_ack(ms(22), &ack(4, 1, 0b1));
+        assert_eq!(third.loss, Some(LossKind::Congestion), "{recovery:?}");
+        assert_eq!(third.first_lost, Some(1));
+        assert!(third.in_recovery);
+        // 2 is lost in the same episode: no second event.
+        let fourth = s.on_ack(ms(23), &ack(5, 1, 0b11));
+        assert_eq!((fourth.loss, fourth.first_lost), (None, None));
+        assert_eq!(s.resolved_below(), 1);
+    }
 }
