@@ -53,7 +53,7 @@ def symbol_values(algorithm: str, params: dict[str, float]) -> dict[str, int]:
     values = {}
     for p in PARAMETERS[Algorithm(algorithm)]:
         assert p.bpf_symbol is not None, f"{algorithm}.{p.name} has no BPF symbol"
-        values[p.bpf_symbol] = round(params[p.name] * p.bpf_scale)
+        values[p.bpf_symbol] = p.bpf_value(params[p.name])
     return values
 
 
