@@ -1,16 +1,21 @@
 """The FastAPI application."""
 
+from typing import Any
+
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import RedirectResponse
 
 from api.errors import install_error_handlers
 from api.experiments.endpoints import router as experiments_router
 from api.hosts.endpoints import router as hosts_router
+from api.limits import BodyLimit
 from api.runs.endpoints import router as runs_router
 from api.teams.endpoints import router as teams_router
 from api.web.pages import install_page_handlers
 from api.web.pages import router as pages_router
 from ccbench.version import CCBENCH_VERSION
+from schemas.jsonschema import with_units
 
 
 def create_app() -> FastAPI:
@@ -21,6 +26,7 @@ def create_app() -> FastAPI:
         "follow their runs, read their reports.",
     )
     install_error_handlers(app)
+    app.add_middleware(BodyLimit)
     app.include_router(teams_router)
     app.include_router(experiments_router)
     app.include_router(runs_router)
@@ -36,6 +42,20 @@ def create_app() -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": CCBENCH_VERSION}
 
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, with units and bounds of quantities as schemas/json has them."""
+        if app.openapi_schema is None:
+            app.openapi_schema = with_units(
+                get_openapi(
+                    title=app.title,
+                    version=app.version,
+                    description=app.description,
+                    routes=app.routes,
+                )  # fmt: skip
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 

@@ -2,10 +2,13 @@
 raises by kind, and this table is the only place a kind becomes a status code."""
 
 from html import escape
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ccbench.errors import CCBenchError, Conflict, NotFound, Unauthorized, ValidationFailed
 from schemas.matrix import field_path
@@ -15,6 +18,36 @@ HTTP_STATUS: dict[type[CCBenchError], int] = {
     NotFound: 404,
     Conflict: 409,
     ValidationFailed: 422,
+}
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="the field's path, e.g. flows.1.algorithm")
+    reason: str
+
+
+class ErrorBody(BaseModel):
+    """Every error response of the API."""
+
+    error: str = Field(description="the kind: unauthorized, not_found, conflict, ...")
+    message: str = Field(description="what went wrong, for a person")
+    errors: list[FieldError] | None = Field(None, description="422: each field and why")
+
+
+def _documented(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+# The error responses of the /v1 routes (OpenAPI), with the body they really send: every route
+# may answer AUTHENTICATED; routes of one resource add NOT_FOUND, state changes CONFLICT.
+AUTHENTICATED: dict[int | str, dict[str, Any]] = {
+    401: _documented("missing, invalid, revoked or expired token"),
+    413: _documented("request body too large"),
+    422: _documented("invalid input: `errors` names each field and the reason"),
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _documented("no such resource for this team")}
+CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: _documented("the resource is in a state that does not allow this")
 }
 
 
@@ -58,3 +91,13 @@ def install_error_handlers(app: FastAPI) -> None:
         if request.url.path.startswith("/ui/"):
             return error_page(failed)
         return JSONResponse(failed.body(), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        """Errors raised by the framework itself (unknown route, method not allowed) in the
+        API's one error shape."""
+        kinds = {404: "not_found", 405: "method_not_allowed"}
+        body = {"error": kinds.get(exc.status_code, "http_error"), "message": str(exc.detail)}
+        if exc.status_code == 404:
+            body["message"] = f"no route {request.method} {request.url.path}"
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)

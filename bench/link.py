@@ -47,15 +47,15 @@ def measure(rate_bps: float, duration_s: float, work: Path) -> None:
             "topology": {
                 "kind": "dumbbell",
                 "bottleneck": {
-                    "rate": rate_bps,
-                    "delay": DELAY_S,
+                    "rate": f"{rate_bps:g}bit",
+                    "delay": f"{DELAY_S:g}s",
                     "buffer": "1bdp",
                     "link_mechanism": "emulator",
                 },
             },
             "flows": [{"algorithm": "cubic"}],
-            "duration": duration_s,
-            "measurement": {"skip_start": min(2.0, duration_s / 4)},
+            "duration": f"{duration_s:g}s",
+            "measurement": {"skip_start": f"{min(2.0, duration_s / 4):g}s"},
             "seed": 1,
         }
     )

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     get_settings.cache_clear()
     upgrade(get_settings().effective_database_url)
     raw = yaml.safe_load(EXAMPLE.read_text())
-    raw.update(duration=args.duration, measurement={"skip_start": 0})
+    raw.update(duration=f"{args.duration:g}s", measurement={"skip_start": "0s"})
     spec = ExperimentSpec.model_validate(raw)
     with session_scope() as session:
         team_id = create_team(session, "bench").id

@@ -26,7 +26,6 @@ class Settings(BaseSettings):
     api_port: int = 8321
 
     matrix_run_limit: int = 10_000
-    page_size_max: int = 200
 
     # Run liveness: a worker writes heartbeat_at every heartbeat_interval_s while it owns a
     # run; a run whose heartbeat is older than heartbeat_timeout_s belongs to a dead worker.

@@ -8,7 +8,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ccbench.db.models import ApiToken, Team
-from ccbench.errors import Conflict, NotFound
+from ccbench.errors import Conflict, NotFound, ValidationFailed
+from schemas.limits import NAME_MAX
 
 TOKEN_PREFIX = "ccb_"
 
@@ -31,7 +32,13 @@ def authenticate(session: Session, token: str) -> Team | None:
     return row.team if row else None
 
 
+def _check_name(field: str, name: str) -> None:
+    if not 0 < len(name) <= NAME_MAX:
+        raise ValidationFailed.field(field, f"1 to {NAME_MAX} characters, got {len(name)}")
+
+
 def create_team(session: Session, name: str) -> Team:
+    _check_name("name", name)
     if session.scalar(select(Team).where(Team.name == name)) is not None:
         raise Conflict(f"team {name!r} already exists")
     team = Team(name=name)
@@ -49,6 +56,7 @@ def get_team_by_name(session: Session, name: str) -> Team:
 
 def create_token(session: Session, team: Team, name: str) -> str:
     """Store a new token for the team and return its secret (shown only this once)."""
+    _check_name("name", name)
     secret = new_token_secret()
     session.add(ApiToken(team_id=team.id, name=name, token_hash=hash_token(secret)))
     session.flush()

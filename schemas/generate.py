@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from schemas.algorithms import PARAMETERS, Parameter
+from schemas.jsonschema import with_units
 from schemas.matrix import MatrixSpec, Submission
 from schemas.report import ExperimentReport
 from schemas.spec import ExperimentSpec, TransportOptions
@@ -40,6 +41,7 @@ def documents() -> dict[str, dict[str, Any]]:
         "experiment-report.schema.json": ExperimentReport.model_json_schema(),
     }
     for name, doc in docs.items():
+        with_units(doc)
         doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
         doc["$id"] = f"https://ccbench.dev/schemas/{name}"
     return docs

@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, ValidationError
 
-from schemas.spec import ExperimentSpec, StrictModel
+from schemas.limits import AXIS_PATH_MAX, TAGS_MAX
+from schemas.spec import Description, ExperimentSpec, Name, StrictModel, TagText
+from schemas.units import WITH_UNITS
 
 _PATH_PART = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<index>(\[(\d+|\*)\])*)")
 
@@ -29,6 +31,7 @@ class SpecError(Exception):
 
 class Axis(StrictModel):
     path: str = Field(
+        max_length=AXIS_PATH_MAX,
         description="field of the base spec, dotted; [i] picks a list item, [*] sets all items",
         examples=["topology.bottleneck.buffer", "flows[*].algorithm", "flows[1].start"],
     )
@@ -43,9 +46,9 @@ class Order(StrictModel):
 class MatrixSpec(StrictModel):
     schema_version: Literal[1] = 1
     kind: Literal["matrix"]
-    name: str = Field(min_length=1, max_length=200)
-    description: str = Field("", max_length=10_000)
-    tags: list[str] = Field(default_factory=list, max_length=50)
+    name: Name
+    description: Description = ""
+    tags: list[TagText] = Field(default_factory=list, max_length=TAGS_MAX)
     base: ExperimentSpec
     axes: list[Axis] = Field(min_length=1, max_length=16)
     combine: Literal["product", "zip"] = "product"
@@ -194,7 +197,9 @@ def expand_submission(submission: ExperimentSpec | MatrixSpec, limit: int) -> li
                 }
             ]
         )
-    base = matrix.base.model_dump(mode="json")
+    # The base with its units, so the documents below validate as a user's submission: an
+    # axis value without a unit is refused as it would be in the base.
+    base = matrix.base.model_dump(mode="json", context=WITH_UNITS)
     _check_axes(matrix, base)
     base_seed = matrix.seed if matrix.seed is not None else secrets.randbelow(2**31)
     points: list[RunPoint] = []

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from schemas.algorithms import USERSPACE_ONLY, Algorithm, Runtime, parameters_of, runtimes_of
-from schemas.units import Buffer, BufferSize, Duration, Rate, Size
+from schemas.limits import DESCRIPTION_MAX, NAME_MAX, TAG_MAX, TAGS_MAX
+from schemas.units import (
+    BUFFER_MAX_PKTS,
+    PACKET_BYTES,
+    Buffer,
+    BufferSize,
+    Delay,
+    Interval,
+    Offset,
+    Period,
+    Rate,
+    RunDuration,
+    Size,
+    Timer,
+)
 
 SCHEMA_VERSION = 1
-
-# Packet size used to turn byte quantities (BDP) into packet counts: Ethernet MTU.
-PACKET_BYTES = 1500
 # Bytes one delivery opportunity of a rate trace carries (Mahimahi's convention).
 TRACE_OPPORTUNITY_BYTES = 1500
 
@@ -24,7 +35,13 @@ def trace_average_bps(trace_ms: list[int]) -> float:
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Unknown fields are typos; infinities and NaN (YAML's .inf, .nan) are never a parameter.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=NAME_MAX)]
+TagText = Annotated[str, StringConstraints(min_length=1, max_length=TAG_MAX)]
+Description = Annotated[str, StringConstraints(max_length=DESCRIPTION_MAX)]
 
 
 HOST_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"  # as the host inventory's names
@@ -54,8 +71,8 @@ class Testbed(StrictModel):
 class Red(StrictModel):
     """RED (Floyd & Jacobson 1993), thresholds on the average queue in packets."""
 
-    min_th: float = Field(5.0, ge=0)
-    max_th: float = Field(15.0, gt=0)
+    min_th: float = Field(5.0, ge=0, le=BUFFER_MAX_PKTS)
+    max_th: float = Field(15.0, gt=0, le=BUFFER_MAX_PKTS)
     max_p: float = Field(0.1, gt=0, le=1)
     w_q: float = Field(0.002, gt=0, le=1)
 
@@ -70,14 +87,14 @@ class Bottleneck(StrictModel):
     rate: Rate = Field(
         description="link rate; with rate_trace_ms it may be left out (the trace's average)"
     )
-    rate_trace_ms: list[int] | None = Field(
+    rate_trace_ms: list[Annotated[int, Field(ge=0, lt=2**31)]] | None = Field(
         None,
         max_length=1_000_000,
         description="trace-driven rate, as Mahimahi traces: one millisecond timestamp per "
         "1500-byte delivery opportunity, repeating with the last timestamp as period "
         "(emulator only)",
     )
-    delay: Duration = Field(description="one-way propagation delay; base RTT = 2 x delay")
+    delay: Delay = Field(description="one-way propagation delay; base RTT = 2 x delay")
     buffer: BufferSize = Field(
         default=Buffer(1.0, "bdp"), description="buffer at the bottleneck queue"
     )
@@ -88,7 +105,7 @@ class Bottleneck(StrictModel):
     loss: float = Field(
         0.0, ge=0, lt=1, description="random loss probability per packet (emulator only)"
     )
-    jitter: Duration = Field(
+    jitter: Delay = Field(
         0.0,
         description="extra one-way delay, uniform in [0, jitter], never reordering (emulator only)",
     )
@@ -110,13 +127,15 @@ class Bottleneck(StrictModel):
         if not isinstance(data, dict) or not data.get("rate_trace_ms"):
             return data
         trace = data["rate_trace_ms"]
-        if not all(isinstance(t, int) and t >= 0 for t in trace):
+        if not isinstance(trace, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in trace
+        ):
             return data  # the field's own validation names the problem
         if any(b < a for a, b in zip(trace, trace[1:], strict=False)) or trace[-1] <= 0:
             raise ValueError("rate_trace_ms must not decrease and must end after 0 ms")
         average = trace_average_bps(trace)
         if "rate" not in data:
-            return {**data, "rate": average}
+            return {**data, "rate": f"{average!r}bit"}
         return data
 
     @model_validator(mode="after")
@@ -128,6 +147,12 @@ class Bottleneck(StrictModel):
                     f"rate {self.rate:g} bit/s differs from rate_trace_ms's average "
                     f"{average:g} bit/s: leave rate out with a trace"
                 )
+        packets, _ = self.buffer_limit()
+        if packets is not None and packets > BUFFER_MAX_PKTS:
+            raise ValueError(
+                f"buffer {self.buffer} is {packets} packets at this rate and delay: at most "
+                f"{BUFFER_MAX_PKTS} packets"
+            )
         if self.link_mechanism == "tc":
             needs_emulator = [
                 name
@@ -225,8 +250,8 @@ class OnOffTraffic(StrictModel):
 
     model: Literal["on_off"]
     shape: float = Field(1.2, gt=1, le=10, description="Pareto shape of both periods (> 1)")
-    on_mean: Duration = Field(1.0, description="mean ON period")
-    off_mean: Duration = Field(2.0, description="mean OFF period")
+    on_mean: Period = Field(1.0, description="mean ON period")
+    off_mean: Period = Field(2.0, description="mean OFF period")
     rate: Rate = Field(12_000.0, description="sending rate while ON")
 
 
@@ -237,7 +262,7 @@ class WebTraffic(StrictModel):
     model: Literal["web"]
     mean_size: Size = Field(100_000, description="mean transfer size")
     shape: float = Field(1.2, gt=1, le=10, description="Pareto shape of the sizes (> 1)")
-    mean_interarrival: Duration = Field(1.0, description="mean time between transfers")
+    mean_interarrival: Period = Field(1.0, description="mean time between transfers")
 
 
 class CbrTraffic(StrictModel):
@@ -260,8 +285,8 @@ class TransportOptions(StrictModel):
     """Options of ccbench's userspace transport (`agent: userspace` only)."""
 
     mss: int = Field(1448, ge=200, le=1472, description="payload bytes per packet")
-    min_rto: Duration = Field(0.2, description="lower bound of the retransmission timeout")
-    rto_granularity: Duration = Field(
+    min_rto: Timer = Field(0.2, description="lower bound of the retransmission timeout")
+    rto_granularity: Timer = Field(
         0.001,
         description="clock granularity G of RFC 6298's RTO (coarse, e.g. 500ms, as TCP-BFA's "
         "seed 000 assumes, while RTT samples stay fine)",
@@ -290,8 +315,8 @@ class Flow(StrictModel):
     transport: TransportOptions | None = Field(
         None, description="userspace transport options (agent: userspace)"
     )
-    start: Duration = Field(0.0, description="start time relative to the run's start")
-    duration: Duration | None = Field(
+    start: Offset = Field(0.0, description="start time relative to the run's start")
+    duration: Period | None = Field(
         None, description="how long the flow sends; default: until the end of the run"
     )
     role: Literal["candidate", "reference"] | None = Field(
@@ -309,7 +334,7 @@ class Flow(StrictModel):
         "the reverse queue with the forward flows' ACKs (seed 001 section IV-C); the link is "
         "then symmetric",
     )
-    access_delay: Duration = Field(
+    access_delay: Delay = Field(
         0.0,
         description="one-way delay of this flow's access link (sender - r1), for flows with "
         "different RTTs: the flow's base RTT is 2 x (bottleneck delay + access_delay)",
@@ -390,10 +415,10 @@ class Flow(StrictModel):
 
 
 class Measurement(StrictModel):
-    skip_start: Duration = Field(
+    skip_start: Offset = Field(
         0.0, description="metrics ignore the first skip_start seconds (e.g. slow start)"
     )
-    interval: Duration = Field(
+    interval: Period = Field(
         1.0,
         description="bin for per-interval metrics: fairness over time and convergence time",
     )
@@ -412,14 +437,14 @@ class ExperimentSpec(StrictModel):
 
     schema_version: Literal[1] = 1
     kind: Literal["experiment"] = "experiment"
-    name: str = Field(min_length=1, max_length=200)
-    description: str = Field("", max_length=10_000)
-    tags: list[str] = Field(default_factory=list, max_length=50)
+    name: Name
+    description: Description = ""
+    tags: list[TagText] = Field(default_factory=list, max_length=TAGS_MAX)
     testbed: Testbed = Field(default_factory=Testbed)
     topology: Topology
     flows: list[Flow] = Field(min_length=1, max_length=64)
-    duration: Duration = Field(description="length of the run")
-    sampling_interval: Duration = Field(0.01, description="tcp_info and queue sampling period")
+    duration: RunDuration = Field(description="length of the run")
+    sampling_interval: Interval = Field(0.01, description="tcp_info and queue sampling period")
     measurement: Measurement = Field(default_factory=Measurement)
     seed: int | None = Field(
         None, ge=0, lt=2**31, description="random seed; chosen and recorded when omitted"
@@ -427,18 +452,12 @@ class ExperimentSpec(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ExperimentSpec:
-        if not 0 < self.duration <= 3600:
-            raise ValueError("duration must be in (0 s, 3600 s]")
-        if not 0.001 <= self.sampling_interval <= 10:
-            raise ValueError("sampling_interval must be between 1ms and 10s")
         if self.measurement.skip_start >= self.duration:
             raise ValueError("measurement.skip_start must be shorter than duration")
         for i, flow in enumerate(self.flows):
             end = flow.start + (flow.duration if flow.duration is not None else 0)
             if flow.start >= self.duration or end > self.duration + 1e-9:
                 raise ValueError(f"flows.{i} must start and end within the run's duration")
-            if flow.duration is not None and flow.duration <= 0:
-                raise ValueError(f"flows.{i}.duration must be greater than 0")
         if self.testbed.kind == "hosts":
             self._check_hosts_testbed()
         else:

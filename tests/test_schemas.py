@@ -25,6 +25,7 @@ from schemas import (
     parse_size,
 )
 from schemas.generate import OUT_DIR, REPO_ROOT, agent_sources, documents, render
+from schemas.units import SI_NUMBERS
 
 EXAMPLES = Path(__file__).parents[1] / "schemas" / "examples"
 SUBMISSION: TypeAdapter[Any] = TypeAdapter(Submission)
@@ -37,9 +38,11 @@ SUBMISSION: TypeAdapter[Any] = TypeAdapter(Submission)
         ("1.5Gbit", 1.5e9),
         ("500kbit", 5e5),
         ("64kbps", 64e3),
-        (1000, 1000.0),
         ("100 Mbit/s", 100e6),
         ("2e6bit", 2e6),
+        ("10mbit", 10e6),  # tc's spelling
+        ("10MB/s", 80e6),  # bytes per second, exactly x 8
+        ("1KBps", 8e3),
     ],
 )
 def test_rates(text: Any, bps: float) -> None:
@@ -47,11 +50,70 @@ def test_rates(text: Any, bps: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("20ms", 0.02), ("1.5s", 1.5), ("500us", 5e-4), ("2min", 120.0), ("3", 3.0), (0, 0.0)],
+    ("text", "seconds"), [("20ms", 0.02), ("1.5s", 1.5), ("500us", 5e-4), ("2min", 120.0)]
 )
 def test_durations(text: Any, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_bare_numbers_are_si_values_only_in_stored_specs() -> None:
+    # A stored spec holds SI numbers (bit/s, s, bytes) and validates with SI_NUMBERS.
+    assert parse_rate(1000, si_numbers=True) == 1000.0
+    assert parse_duration(0, si_numbers=True) == 0.0
+    assert parse_size(1500, si_numbers=True) == 1500
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+    stored = ExperimentSpec.model_validate(raw).model_dump(mode="json")
+    assert stored["duration"] == 20.0
+    assert ExperimentSpec.model_validate(stored, context=SI_NUMBERS).duration == 20.0
+    with pytest.raises(ValidationError, match="has no unit: add one"):
+        ExperimentSpec.model_validate(stored)  # a user's submission needs its units
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        # Each mistake is refused naming the field, with a hint; none is silently taken.
+        ("topology.bottleneck.rate", 10, "10 has no unit: add one, e.g. 10Mbit"),
+        ("topology.bottleneck.rate", "10", "'10' has no unit: add one, e.g. 10Mbit"),
+        ("topology.bottleneck.rate", "10mbps", "ambiguous"),
+        ("topology.bottleneck.rate", "10MB", "a size, not a rate"),
+        ("topology.bottleneck.delay", 20, "20 has no unit: add one, e.g. 20ms"),
+        ("topology.bottleneck.delay", "20", "'20' has no unit: add one, e.g. 20ms or s"),
+        ("topology.bottleneck.buffer", 25, "25 has no unit: add one, e.g. 25pkt"),
+        ("topology.bottleneck.buffer", "64kb", "unknown buffer unit 'kb'"),
+        ("duration", "20", "'20' has no unit"),
+        ("flows.0.start", 5, "5 has no unit"),
+        # Physical bounds.
+        ("topology.bottleneck.rate", "1e30Mbit", "out of bounds: at least 1kbit and at most"),
+        ("topology.bottleneck.rate", "500bit", "out of bounds"),
+        ("topology.bottleneck.delay", "1e9s", "out of bounds: at least 0s and at most 10s"),
+        ("duration", "1e-9s", "out of bounds: at least 1s and at most 1440min"),
+        ("duration", "25h", "unknown time unit"),
+        ("topology.bottleneck.buffer", "1e9pkt", "out of bounds: at most 1000000pkt"),
+        ("topology.bottleneck.buffer", "1e999pkt", "not a finite buffer"),
+        ("topology.bottleneck.rate_trace_ms", 1.5, "valid list"),
+        ("name", "n" * 101, "at most 100 characters"),
+        ("tags", ["t" * 65], "at most 64 characters"),
+    ],
+)
+def test_unit_mistakes_and_bounds_name_the_field(field: str, value: Any, reason: str) -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+    target = raw
+    *parents, last = field.split(".")
+    for part in parents:
+        target = target[int(part)] if part.isdigit() else target[part]
+    target[last] = value
+    with pytest.raises(ValidationError) as info:
+        SUBMISSION.validate_python(raw)
+    errors = {e["loc"]: e["msg"] for e in errors_of(info.value)}
+    assert any(loc.startswith(field) and reason in msg for loc, msg in errors.items()), errors
+
+
+def test_a_bdp_buffer_is_bounded_in_packets() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+    raw["topology"]["bottleneck"].update(rate="100Gbit", delay="10s", buffer="1000bdp")
+    with pytest.raises(ValidationError, match="at most 1000000 packets"):
+        SUBMISSION.validate_python(raw)
 
 
 def test_sizes_and_buffers() -> None:
@@ -70,6 +132,8 @@ def test_sizes_and_buffers() -> None:
     [
         (parse_rate, "10Mbt", "unknown rate unit"),
         (parse_rate, "0Mbit", "greater than 0"),
+        (parse_rate, 1000, "has no unit"),
+        (parse_duration, "3", "has no unit"),
         (parse_rate, "fast", "not a rate"),
         (parse_duration, "-1s", "negative"),
         (parse_duration, "5h", "unknown time unit"),
@@ -95,7 +159,7 @@ def test_example_is_the_documented_experiment() -> None:
     assert bottleneck.buffer_limit() == (33, None)
     assert [f.algorithm.value for f in spec.flows] == ["reno", "cubic"]
     # The stored (JSON) form validates again to the same spec.
-    assert ExperimentSpec.model_validate(spec.model_dump(mode="json")) == spec
+    assert ExperimentSpec.model_validate(spec.model_dump(mode="json"), context=SI_NUMBERS) == spec
 
 
 def test_unknown_fields_and_missing_runtimes_name_the_field() -> None:
@@ -231,7 +295,7 @@ def test_rate_trace_sets_the_rate_and_must_agree_with_it() -> None:
     raw["topology"]["bottleneck"]["rate_trace_ms"] = [1, 2, 3, 4]  # 1500 B per ms
     spec = SUBMISSION.validate_python(raw)
     assert spec.bottleneck.rate == pytest.approx(12e6)
-    assert ExperimentSpec.model_validate(spec.model_dump(mode="json")) == spec
+    assert ExperimentSpec.model_validate(spec.model_dump(mode="json"), context=SI_NUMBERS) == spec
     raw["topology"]["bottleneck"]["rate"] = "10Mbit"
     with pytest.raises(ValidationError, match="differs from rate_trace_ms's average"):
         SUBMISSION.validate_python(raw)
@@ -315,7 +379,7 @@ def test_userspace_flows_traffic_models_and_transport_options() -> None:
     stored = Flow.model_validate({"algorithm": "vegas", "agent": "userspace"}).model_dump(
         mode="json"
     )
-    assert Flow.model_validate(stored).runtime_kind.value == "userspace"
+    assert Flow.model_validate(stored, context=SI_NUMBERS).runtime_kind.value == "userspace"
     [m] = messages({"algorithm": "reno", "transport": {"mss": 1000}})
     assert "transport: options of the userspace transport" in m
     [m] = messages({"algorithm": "reno", "agent": "userspace", "params": {"alpha": 1}})

@@ -27,6 +27,7 @@ from ccbench.runstate import RunStatus
 from ccbench.settings import Settings, get_settings
 from ccbench.version import CCBENCH_VERSION
 from schemas import ExperimentSpec
+from schemas.units import SI_NUMBERS
 from workers.planning import plan_for_spec
 from workers.testbeds.registry import TestbedContext, testbed_for
 
@@ -89,7 +90,7 @@ def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
             attempt=attempt,
             experiment_id=run.experiment_id,
             team_id=str(team_id),
-            spec=ExperimentSpec.model_validate(run.spec),
+            spec=ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS),
             run_dir=rundir.attempt_dir(settings.runs_dir, run_id, attempt),
         )
 

@@ -7,6 +7,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
+from api.errors import AUTHENTICATED, CONFLICT, NOT_FOUND
 from api.experiments import repository, service
 from api.experiments.export import (
     Comparison,
@@ -18,6 +19,8 @@ from api.experiments.export import (
 )
 from api.experiments.report import build_experiment_report
 from api.experiments.schemas import (
+    PAGE_MAX,
+    PAGE_SIZE_MAX,
     ExperimentCreated,
     ExperimentDetail,
     ExperimentSummary,
@@ -26,13 +29,17 @@ from api.experiments.schemas import (
 )
 from api.runs.repository import series_of_experiment
 from ccbench.db.models import Experiment
+from ccbench.runstate import ExperimentStatus
 from ccbench.settings import get_settings
 from schemas import ExperimentReport, Submission
+from schemas.limits import NAME_MAX, TAG_MAX
 
-router = APIRouter(prefix="/v1/experiments", tags=["experiments"])
+router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=AUTHENTICATED)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=ExperimentCreated)
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, response_model=ExperimentCreated, responses=CONFLICT
+)
 def create_experiment(
     submission: Annotated[Submission, Body(description="An experiment spec or a matrix spec")],
     session: DbSession,
@@ -55,16 +62,18 @@ def create_experiment(
 def list_experiments(
     session: DbSession,
     team: CurrentTeam,
-    status_: Annotated[str | None, Query(alias="status")] = None,
-    name: Annotated[str | None, Query(description="substring of the name")] = None,
-    tag: str | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
-    page_size: Annotated[int, Query(ge=1, le=200)] = 50,
+    status_: Annotated[ExperimentStatus | None, Query(alias="status")] = None,
+    name: Annotated[
+        str | None, Query(max_length=NAME_MAX, description="substring of the name")
+    ] = None,
+    tag: Annotated[str | None, Query(max_length=TAG_MAX)] = None,
+    page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
 ) -> Page[ExperimentSummary]:
     items, total = repository.list_for_team(
         session,
         team.id,
-        status=status_,
+        status=status_.value if status_ else None,
         name=name,
         tag=tag,
         offset=(page - 1) * page_size,
@@ -87,7 +96,7 @@ def _with_tags(experiment: Experiment) -> ExperimentSummary:
     )
 
 
-@router.get("/{experiment_id}", response_model=ExperimentDetail)
+@router.get("/{experiment_id}", response_model=ExperimentDetail, responses=NOT_FOUND)
 def get_experiment(experiment_id: str, session: DbSession, team: CurrentTeam) -> ExperimentDetail:
     experiment = service.get_experiment(session, team, experiment_id)
     runs = repository.runs_of(session, experiment.id)
@@ -101,7 +110,11 @@ def get_experiment(experiment_id: str, session: DbSession, team: CurrentTeam) ->
     )
 
 
-@router.post("/{experiment_id}/cancel", response_model=ExperimentSummary)
+@router.post(
+    "/{experiment_id}/cancel",
+    response_model=ExperimentSummary,
+    responses={**NOT_FOUND, **CONFLICT},
+)
 def cancel_experiment(
     experiment_id: str, session: DbSession, team: CurrentTeam
 ) -> ExperimentSummary:
@@ -110,7 +123,7 @@ def cancel_experiment(
     return _with_tags(experiment)
 
 
-@router.get("/{experiment_id}/compare", response_model=Comparison)
+@router.get("/{experiment_id}/compare", response_model=Comparison, responses=NOT_FOUND)
 def experiment_compare(
     experiment_id: str,
     session: DbSession,
@@ -124,6 +137,10 @@ def experiment_compare(
     return compare(build_experiment_report(session, experiment), metric, x, by)
 
 
+class CsvResponse(PlainTextResponse):
+    media_type = "text/csv"
+
+
 TABLE_HELP = (
     "runs (aggregate metrics), flows (per-flow metrics) or series (every run's time series in "
     "long form: series, variable, t_s, value)"
@@ -134,24 +151,28 @@ def _series(session: DbSession, experiment: Experiment, table: Table) -> RunSeri
     return series_of_experiment(session, experiment.id) if table == "series" else None
 
 
-@router.get("/{experiment_id}/export.csv", response_class=PlainTextResponse)
+@router.get(
+    "/{experiment_id}/export.csv",
+    response_class=CsvResponse,
+    responses={**NOT_FOUND, 200: {"content": {"text/csv": {}}}},
+)
 def experiment_export(
     experiment_id: str,
     session: DbSession,
     team: CurrentTeam,
     table: Annotated[Table, Query(description=TABLE_HELP)] = "runs",
-) -> PlainTextResponse:
+) -> CsvResponse:
     """The experiment's runs, flows or time series as CSV, axes as columns."""
     experiment = service.get_experiment(session, team, experiment_id)
     text = export_csv(build_experiment_report(session, experiment), table,
                       _series(session, experiment, table))  # fmt: skip
-    return PlainTextResponse(text, media_type="text/csv")
+    return CsvResponse(text)
 
 
 @router.get(
     "/{experiment_id}/export.parquet",
     response_class=Response,
-    responses={200: {"content": {"application/vnd.apache.parquet": {}}}},
+    responses={**NOT_FOUND, 200: {"content": {"application/vnd.apache.parquet": {}}}},
 )
 def experiment_export_parquet(
     experiment_id: str,
@@ -166,7 +187,7 @@ def experiment_export_parquet(
     return Response(data, media_type="application/vnd.apache.parquet")
 
 
-@router.get("/{experiment_id}/report", response_model=ExperimentReport)
+@router.get("/{experiment_id}/report", response_model=ExperimentReport, responses=NOT_FOUND)
 def experiment_report(
     experiment_id: str, session: DbSession, team: CurrentTeam
 ) -> ExperimentReport:

@@ -7,6 +7,10 @@ from pydantic import BaseModel, ConfigDict
 
 T = TypeVar("T")
 
+# Pages of a listing: bounded so an offset always fits the database's integers.
+PAGE_MAX = 1_000_000
+PAGE_SIZE_MAX = 200
+
 
 class Page(BaseModel, Generic[T]):
     items: list[T]

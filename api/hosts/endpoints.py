@@ -7,11 +7,12 @@ from fastapi import APIRouter, Query, Response, status
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
+from api.errors import AUTHENTICATED, CONFLICT, NOT_FOUND
 from api.hosts import service
 from api.hosts.schemas import GroupCreate, GroupOut, GroupUpdate, HostCreate, HostOut, HostUpdate
 from ccbench.errors import ValidationFailed
 
-router = APIRouter(prefix="/v1", tags=["hosts"])
+router = APIRouter(prefix="/v1", tags=["hosts"], responses=AUTHENTICATED)
 
 
 def _label_filters(label: list[str]) -> dict[str, str]:
@@ -24,7 +25,9 @@ def _label_filters(label: list[str]) -> dict[str, str]:
     return filters
 
 
-@router.post("/hosts", status_code=status.HTTP_201_CREATED, response_model=HostOut)
+@router.post(
+    "/hosts", status_code=status.HTTP_201_CREATED, response_model=HostOut, responses=CONFLICT
+)
 def create_host(body: HostCreate, session: DbSession, team: CurrentTeam) -> HostOut:
     host = service.create_host(session, team, body)
     session.commit()
@@ -41,27 +44,29 @@ def list_hosts(
     return service.list_hosts(session, team, labels=_label_filters(label), group=group)
 
 
-@router.get("/hosts/{name}", response_model=HostOut)
+@router.get("/hosts/{name}", response_model=HostOut, responses=NOT_FOUND)
 def get_host(name: str, session: DbSession, team: CurrentTeam) -> HostOut:
     host = service.get_host(session, team, name)
     return service.to_out(host, service.group_names_of(session, [host.id])[host.id])
 
 
-@router.patch("/hosts/{name}", response_model=HostOut)
+@router.patch("/hosts/{name}", response_model=HostOut, responses=NOT_FOUND)
 def update_host(name: str, body: HostUpdate, session: DbSession, team: CurrentTeam) -> HostOut:
     host = service.update_host(session, team, name, body)
     session.commit()
     return host
 
 
-@router.delete("/hosts/{name}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/hosts/{name}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
 def delete_host(name: str, session: DbSession, team: CurrentTeam) -> Response:
     service.delete_host(session, team, name)
     session.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/host-groups", status_code=status.HTTP_201_CREATED, response_model=GroupOut)
+@router.post(
+    "/host-groups", status_code=status.HTTP_201_CREATED, response_model=GroupOut, responses=CONFLICT
+)
 def create_group(body: GroupCreate, session: DbSession, team: CurrentTeam) -> GroupOut:
     group = service.create_group(session, team, body)
     session.commit()
@@ -73,19 +78,19 @@ def list_groups(session: DbSession, team: CurrentTeam) -> list[GroupOut]:
     return service.list_groups(session, team)
 
 
-@router.get("/host-groups/{name}", response_model=GroupOut)
+@router.get("/host-groups/{name}", response_model=GroupOut, responses=NOT_FOUND)
 def get_group(name: str, session: DbSession, team: CurrentTeam) -> GroupOut:
     return service.group_out(service.get_group(session, team, name))
 
 
-@router.patch("/host-groups/{name}", response_model=GroupOut)
+@router.patch("/host-groups/{name}", response_model=GroupOut, responses=NOT_FOUND)
 def update_group(name: str, body: GroupUpdate, session: DbSession, team: CurrentTeam) -> GroupOut:
     group = service.update_group(session, team, name, body)
     session.commit()
     return group
 
 
-@router.delete("/host-groups/{name}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/host-groups/{name}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
 def delete_group(name: str, session: DbSession, team: CurrentTeam) -> Response:
     service.delete_group(session, team, name)
     session.commit()

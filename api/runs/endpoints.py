@@ -5,17 +5,18 @@ from fastapi.responses import PlainTextResponse
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
+from api.errors import AUTHENTICATED, NOT_FOUND
 from api.runs import service
 from api.runs.schemas import RunDetail
 
-router = APIRouter(prefix="/v1/runs", tags=["runs"])
+router = APIRouter(prefix="/v1/runs", tags=["runs"], responses=AUTHENTICATED)
 
 
-@router.get("/{run_id}", response_model=RunDetail)
+@router.get("/{run_id}", response_model=RunDetail, responses=NOT_FOUND)
 def get_run(run_id: str, session: DbSession, team: CurrentTeam, series: bool = True) -> RunDetail:
     return service.run_detail(session, team, run_id, series=series)
 
 
-@router.get("/{run_id}/log", response_class=PlainTextResponse)
+@router.get("/{run_id}/log", response_class=PlainTextResponse, responses=NOT_FOUND)
 def get_run_log(run_id: str, session: DbSession, team: CurrentTeam) -> PlainTextResponse:
     return PlainTextResponse(service.run_log(session, team, run_id))

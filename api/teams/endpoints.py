@@ -4,8 +4,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from api.auth import CurrentTeam
+from api.errors import AUTHENTICATED
 
-router = APIRouter(prefix="/v1", tags=["teams"])
+router = APIRouter(prefix="/v1", tags=["teams"], responses=AUTHENTICATED)
 
 
 class Me(BaseModel):

@@ -23,7 +23,7 @@ from api.errors import status_of
 from api.experiments import repository, service
 from api.experiments.export import compare
 from api.experiments.report import build_experiment_report
-from api.experiments.schemas import RunSummary
+from api.experiments.schemas import PAGE_MAX, RunSummary
 from api.runs import service as runs
 from ccbench.db.models import Team
 from ccbench.errors import CCBenchError, NotFound
@@ -32,6 +32,7 @@ from ccbench.plots.web import plotly_figure
 from ccbench.teams import authenticate
 from ccbench.version import CCBENCH_VERSION
 from schemas import AggregateMetrics
+from schemas.limits import NAME_MAX
 
 COOKIE = "ccbench_token"
 HERE = Path(__file__).parent
@@ -130,9 +131,9 @@ def experiments_page(
     request: Request,
     session: DbSession,
     team: PageTeam,
-    status: str | None = None,
-    name: str | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    status: Annotated[str | None, Query(max_length=16)] = None,
+    name: Annotated[str | None, Query(max_length=NAME_MAX)] = None,
+    page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
 ) -> Response:
     page_size = 50
     items, total = repository.list_for_team(

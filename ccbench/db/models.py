@@ -16,7 +16,11 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+from schemas.limits import NAME_MAX, TAG_MAX
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -29,6 +33,26 @@ NAMING_CONVENTION = {
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 
 
+class UtcDateTime(TypeDecorator[datetime]):
+    """A point in time, stored in UTC and always read back with its offset. PostgreSQL keeps
+    `timestamptz`; SQLite keeps text without an offset, which would come back naive."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("a timestamp without a time zone cannot be stored")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 
@@ -39,15 +63,15 @@ def utcnow() -> datetime:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {dict[str, Any]: JsonType, list[Any]: JsonType}
+    type_annotation_map = {dict[str, Any]: JsonType, list[Any]: JsonType, datetime: UtcDateTime}
 
 
 class Team(Base):
     __tablename__ = "teams"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    name: Mapped[str] = mapped_column(String(NAME_MAX), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class ApiToken(Base):
@@ -55,11 +79,11 @@ class ApiToken(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
     # sha256 of the secret: the secret itself is shown once, at creation.
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
     team: Mapped[Team] = relationship()
 
@@ -69,7 +93,7 @@ class Experiment(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(100), index=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX), index=True)
     description: Mapped[str] = mapped_column(Text, default="")
     kind: Mapped[str] = mapped_column(String(16))  # experiment | matrix
     # The submission as validated and normalised (SI units): the source of every run's spec.
@@ -78,11 +102,9 @@ class Experiment(Base):
     axes: Mapped[list[Any]] = mapped_column(default=list)
     status: Mapped[str] = mapped_column(String(16), index=True)
     run_count: Mapped[int] = mapped_column(Integer)
-    cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, onupdate=utcnow
-    )
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
 
     tags: Mapped[list["ExperimentTag"]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="ExperimentTag.tag"
@@ -97,7 +119,7 @@ class ExperimentTag(Base):
     experiment_id: Mapped[str] = mapped_column(
         ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
     )
-    tag: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)
+    tag: Mapped[str] = mapped_column(String(TAG_MAX), primary_key=True, index=True)
 
 
 class Run(Base):
@@ -118,11 +140,11 @@ class Run(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(200))
-    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     progress: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    queued_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     # Per-phase timings in seconds: provisioning, running, collecting, analyzing.
     timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     error: Mapped[str | None] = mapped_column(Text)
@@ -182,10 +204,8 @@ class Host(Base):
     host_key: Mapped[str | None] = mapped_column(Text)
     # Where the playbooks install the agents on the host (none: the role's /opt/ccbench).
     install_prefix: Mapped[str | None] = mapped_column(String(255))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, onupdate=utcnow
-    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
 
     __table_args__ = (UniqueConstraint("team_id", "name", name="uq_hosts_team_id_name"),)
 
@@ -197,7 +217,7 @@ class HostGroup(Base):
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(63))
     labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
     hosts: Mapped[list[Host]] = relationship(
         secondary="host_group_members", lazy="selectin", order_by="Host.name"
