@@ -1,5 +1,7 @@
 """The FastAPI application."""
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -14,12 +16,20 @@ from api.runs.endpoints import router as runs_router
 from api.teams.endpoints import router as teams_router
 from api.web.pages import install_page_handlers
 from api.web.pages import router as pages_router
+from ccbench.settings import private_files
 from ccbench.version import CCBENCH_VERSION
 from schemas.jsonschema import with_units
 
 
+@asynccontextmanager
+async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    private_files()  # the server's logs and files are owner-only
+    yield
+
+
 def create_app() -> FastAPI:
     app = FastAPI(
+        lifespan=lifespan,
         title="ccbench",
         version=CCBENCH_VERSION,
         description="Congestion-control experiment orchestration: submit experiment matrices, "

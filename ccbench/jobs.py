@@ -1,6 +1,5 @@
 """Run jobs: the queues workers consume, every run's time budget (one formula for the task's own
-deadline and Celery's limits), and sending runs to their queue once the transaction that stored
-them has committed. Used alike by the API (submissions) and the reaper (retries).
+deadline and Celery's limits), and sending one run's message (ccbench.dispatch decides when).
 
 The database run row is the truth; a message carries only the run id."""
 
@@ -12,8 +11,6 @@ from functools import lru_cache
 from typing import Any
 
 from celery import Celery
-from sqlalchemy import event
-from sqlalchemy.orm import Session
 
 from ccbench.settings import Settings, get_settings
 
@@ -103,8 +100,8 @@ def _producer(broker_url: str) -> Celery:
 
 
 def enqueue_run(run_id: str, budget: RunBudget) -> None:
-    """Send the run to its queue now. Callers commit the run first (or use
-    enqueue_after_commit): a worker must never be handed a run that is not stored."""
+    """Send the run's message now. Only the dispatcher calls it, for runs it has read from the
+    database: a worker must never be handed a run that is not stored."""
     settings = get_settings()
     _producer(settings.effective_broker_url).send_task(
         EXECUTE_RUN,
@@ -113,27 +110,3 @@ def enqueue_run(run_id: str, budget: RunBudget) -> None:
         time_limit=budget.hard_limit_s,
         soft_time_limit=budget.soft_limit_s,
     )
-
-
-_PENDING = "ccbench.jobs.pending"
-
-
-def enqueue_after_commit(session: Session, run_id: str, budget: RunBudget) -> None:
-    """Send the run to its queue when `session` commits; nothing is sent if it rolls back."""
-    pending: list[tuple[str, RunBudget]] | None = session.info.get(_PENDING)
-    if pending is None:
-        pending = session.info[_PENDING] = []
-        event.listen(session, "after_commit", _send_pending)
-        event.listen(session, "after_rollback", _drop_pending)
-    pending.append((run_id, budget))
-
-
-def _send_pending(session: Session) -> None:
-    pending: list[tuple[str, RunBudget]] = session.info.get(_PENDING) or []
-    sent, session.info[_PENDING] = list(pending), []
-    for run_id, budget in sent:
-        enqueue_run(run_id, budget)
-
-
-def _drop_pending(session: Session) -> None:
-    session.info[_PENDING] = []

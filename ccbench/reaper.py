@@ -1,18 +1,17 @@
 """Runs whose worker died: an active run whose heartbeat went stale is queued again while it
-has attempts left (settings.run_max_attempts), else marked failed. Safe to run from several
-workers at once: every move is a conditional UPDATE."""
+has attempts left (settings.run_max_attempts) and its experiment is not being cancelled, else
+marked failed (or cancelled). A requeued run has no message: the dispatcher sends it. Safe to
+run from several workers at once: every move is a conditional UPDATE."""
 
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import select
 
-from ccbench import jobs
-from ccbench.db.models import Run, utcnow
+from ccbench.db.models import Experiment, Run, utcnow
 from ccbench.db.runs import refresh_experiment_status, transition
 from ccbench.db.session import session_scope
 from ccbench.runstate import ACTIVE, RunStatus
@@ -24,7 +23,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Reaped:
     run_id: str
-    action: str  # "requeued" | "failed"
+    action: str  # "requeued" | "failed" | "cancelled"
     detail: str
 
 
@@ -35,18 +34,35 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
     with session_scope() as session:
         stale = session.execute(
             select(
-                Run.id, Run.experiment_id, Run.attempt, Run.worker_id, Run.heartbeat_at, Run.spec
+                Run.id,
+                Run.experiment_id,
+                Run.attempt,
+                Run.worker_id,
+                Run.heartbeat_at,
+                Experiment.cancel_requested_at,
             )
+            .join(Experiment, Experiment.id == Run.experiment_id)
             .where(Run.status.in_([s.value for s in ACTIVE]))
             .where((Run.heartbeat_at < cutoff) | Run.heartbeat_at.is_(None))
         ).all()
-        for run_id, experiment_id, attempt, worker_id, heartbeat_at, spec in stale:
+        for run_id, experiment_id, attempt, worker_id, heartbeat_at, cancelled in stale:
             detail = (
                 f"worker {worker_id} stopped heartbeating (last at "
                 f"{heartbeat_at.isoformat() if heartbeat_at else 'never'}) during attempt "
                 f"{attempt} of {settings.run_max_attempts}"
             )
-            if attempt < settings.run_max_attempts:
+            if cancelled is not None:
+                # Cancellation is final: the run is not started again.
+                if transition(
+                    session,
+                    run_id,
+                    RunStatus.cancelled,
+                    expect_attempt=attempt,
+                    error=f"cancelled by user ({detail})",
+                    finished_at=utcnow(),
+                ):
+                    reaped.append(Reaped(run_id, "cancelled", detail))
+            elif attempt < settings.run_max_attempts:
                 if transition(
                     session,
                     run_id,
@@ -55,9 +71,9 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
                     worker_id=None,
                     error=f"retrying: {detail}",
                     queued_at=utcnow(),
+                    dispatched_at=None,
                 ):
                     reaped.append(Reaped(run_id, "requeued", detail))
-                    jobs.enqueue_after_commit(session, run_id, jobs.spec_budget(spec, settings))
             elif transition(
                 session,
                 run_id,
@@ -71,19 +87,3 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
     for r in reaped:
         log.warning("reaper: run %s %s: %s", r.run_id, r.action, r.detail)
     return reaped
-
-
-def start_reaper_thread(settings: Settings | None = None) -> threading.Event:
-    """Reap every reaper_interval_s in a daemon thread; set the returned event to stop it."""
-    settings = settings or get_settings()
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(settings.reaper_interval_s):
-            try:
-                reap_stale_runs(settings)
-            except Exception:  # noqa: BLE001 - keep reaping after a transient database error
-                log.exception("reaper pass failed")
-
-    threading.Thread(target=loop, name="ccbench-reaper", daemon=True).start()
-    return stop

@@ -1,5 +1,6 @@
 """The one settings object. Every value can be set from the environment as CCBENCH_<NAME>."""
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,6 +38,12 @@ class Settings(BaseSettings):
     run_max_attempts: int = 2
     # Set-up and tear-down allowance added to a run's own duration for its time limit.
     run_time_margin_s: float = 60.0
+    # Dispatch (ccbench.dispatch): at most this many run messages wait in the broker (keep it
+    # above the number of worker slots); a message unclaimed for dispatch_lease_s is presumed
+    # lost and sent again; workers run a dispatch pass every dispatch_interval_s.
+    dispatch_window: int = 8
+    dispatch_lease_s: float = 600.0
+    dispatch_interval_s: float = 1.0
 
     # Encrypts secrets at rest (hosts' SSH private keys): a Fernet key (32 url-safe base64
     # bytes, `ccbench admin secret-key` prints a new one). Empty: the embedded default, a key
@@ -67,3 +74,13 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def private_files(settings: Settings | None = None) -> None:
+    """Make everything this process creates owner-only (directories 0700, files 0600) and
+    close the state directory to others: the database, the broker, logs and run artifacts
+    hold every team's data and token hashes. Called by each ccbench process at start."""
+    os.umask(0o077)
+    state = (settings or get_settings()).state_dir
+    if state.is_dir() and state.stat().st_uid == os.geteuid():
+        state.chmod(0o700)

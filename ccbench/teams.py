@@ -1,13 +1,16 @@
 """Teams and their API tokens. A token belongs to one team; everything a request sees is that
-team's. Only a token's SHA-256 is stored: the secret is shown once, when it is created."""
+team's. Only a token's SHA-256 is stored: the secret is shown once, when it is created. A token
+may expire; a revoked or expired token is refused at once."""
 
 import hashlib
 import secrets
+from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from ccbench.db.models import ApiToken, Team
+from ccbench.db.models import ApiToken, Team, utcnow
 from ccbench.errors import Conflict, NotFound, ValidationFailed
 from schemas.limits import NAME_MAX
 
@@ -23,10 +26,12 @@ def new_token_secret() -> str:
 
 
 def authenticate(session: Session, token: str) -> Team | None:
-    """The team of a valid, unrevoked token; None otherwise."""
+    """The team of a valid token (not revoked, not expired); None otherwise."""
     row = session.scalar(
         select(ApiToken).where(
-            ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None)
+            ApiToken.token_hash == hash_token(token),
+            ApiToken.revoked_at.is_(None),
+            or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > utcnow()),
         )
     )
     return row.team if row else None
@@ -54,10 +59,42 @@ def get_team_by_name(session: Session, name: str) -> Team:
     return team
 
 
-def create_token(session: Session, team: Team, name: str) -> str:
+def create_token(
+    session: Session, team: Team, name: str, expires_at: datetime | None = None
+) -> str:
     """Store a new token for the team and return its secret (shown only this once)."""
+    return issue_token(session, team, name, expires_at)[1]
+
+
+def issue_token(
+    session: Session, team: Team, name: str, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """A new token of the team: its row and its secret (shown only this once)."""
     _check_name("name", name)
+    if expires_at is not None and (expires_at.tzinfo is None or expires_at <= utcnow()):
+        raise ValidationFailed.field("expires_at", "must be a future time with its time zone")
     secret = new_token_secret()
-    session.add(ApiToken(team_id=team.id, name=name, token_hash=hash_token(secret)))
+    token = ApiToken(team_id=team.id, name=name, token_hash=hash_token(secret),
+                     expires_at=expires_at)  # fmt: skip
+    session.add(token)
     session.flush()
-    return secret
+    return token, secret
+
+
+def list_tokens(session: Session, team: Team) -> Sequence[ApiToken]:
+    return session.scalars(
+        select(ApiToken).where(ApiToken.team_id == team.id).order_by(ApiToken.created_at)
+    ).all()
+
+
+def revoke_token(session: Session, team: Team, token_id: str) -> ApiToken:
+    """Revoke one of the team's tokens (from then on it is refused); revoking twice is fine."""
+    token = session.scalar(
+        select(ApiToken).where(ApiToken.id == token_id, ApiToken.team_id == team.id)
+    )
+    if token is None:
+        raise NotFound(f"token {token_id} not found")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+        session.flush()
+    return token

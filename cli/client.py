@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import tenacity
 
 from ccbench.settings import Settings, get_settings
 
 
 class ClientError(Exception):
     """A failure the CLI prints as-is and exits non-zero."""
+
+
+class Unreachable(ClientError):
+    """The API could not be reached, or its proxy answered 502-504: worth retrying."""
+
+
+# Retries of a request that is safe to repeat: about a minute, backing off to 10 s.
+RETRY_FOR_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,7 @@ class Client:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise ClientError(
+            raise Unreachable(
                 f"cannot reach the ccbench API at {self.config.api_url} ({exc}). "
                 "Start it with `ccbench up` (embedded) or `ccbench api`, or set CCBENCH_API_URL."
             ) from exc
@@ -63,6 +74,8 @@ class Client:
                 f"{_message(response)}. Create one with `ccbench admin create-token --team NAME` "
                 "and set CCBENCH_TOKEN."
             )
+        if response.status_code in (502, 503, 504):
+            raise Unreachable(f"{method} {path}: the API answered {response.status_code}")
         if response.status_code >= 400:
             detail = _message(response)
             body = _json(response)
@@ -87,6 +100,22 @@ class Client:
 
     def post(self, path: str, **kwargs: Any) -> Any:
         return self.request("POST", path, **kwargs)
+
+    def post_once(self, path: str, body: Any) -> Any:
+        """POST with an Idempotency-Key, retried while the API is unreachable: a request whose
+        response was lost is repeated with the same key, so it takes effect once."""
+        headers = {"Idempotency-Key": str(uuid.uuid4())}
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(Unreachable),
+            stop=tenacity.stop_after_delay(RETRY_FOR_S),
+            wait=tenacity.wait_exponential(multiplier=0.5, max=10),
+            before_sleep=lambda state: print(
+                f"retrying ({state.outcome.exception() if state.outcome else ''})",
+                file=sys.stderr,
+            ),
+            reraise=True,
+        )
+        return retrying(self.post, path, json=body, headers=headers)
 
 
 def _json(response: httpx.Response) -> Any:

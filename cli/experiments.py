@@ -33,7 +33,7 @@ def _load_file(path: Path) -> Any:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     api = client()
-    created = api.post("/v1/experiments", json=_load_file(args.file))
+    created = api.post_once("/v1/experiments", _load_file(args.file))
     print(f"experiment {created['id']} ({created['name']}): {created['run_count']} run(s) queued")
     if not args.wait:
         return 0

@@ -14,6 +14,7 @@ from ccbench.errors import CCBenchError
 from ccbench.settings import Settings, get_settings
 from cli import stack
 from cli.client import ClientError, cli_config_path
+from cli.tokens import expiry
 
 
 def _prepare_embedded(settings: Settings) -> None:
@@ -133,9 +134,8 @@ def cmd_create_token(args: argparse.Namespace) -> int:
 
     try:
         with session_scope() as session:
-            token = teams.create_token(
-                session, teams.get_team_by_name(session, args.team), args.name
-            )
+            team = teams.get_team_by_name(session, args.team)
+            token = teams.create_token(session, team, args.name, expiry(args.expires_in_days))
     except CCBenchError as exc:
         raise ClientError(exc.message) from exc
     print(token)

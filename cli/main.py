@@ -6,11 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli import experiments, hosts, local
+from ccbench.settings import private_files
+from cli import experiments, hosts, local, tokens
 from cli.client import ClientError
 
 
 def main(argv: list[str] | None = None) -> int:
+    private_files()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -52,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     token = admin_sub.add_parser("create-token", help="create an API token for a team")
     token.add_argument("--team", required=True)
     token.add_argument("--name", default="cli")
+    token.add_argument(
+        "--expires-in-days", type=float, metavar="DAYS", help="the token stops working then"
+    )
     token.set_defaults(func=local.cmd_create_token)
     admin_sub.add_parser(
         "secret-key", help="print a new key for CCBENCH_SECRET_KEY (encrypts hosts' SSH keys)"
@@ -95,6 +100,21 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("name")
     group.add_argument("members", nargs="*", help="host names")
     group.set_defaults(func=hosts.cmd_hosts_group)
+
+    tokens_parser = sub.add_parser("tokens", help="the team's API tokens")
+    tokens_sub = tokens_parser.add_subparsers(required=True, metavar="ACTION")
+    tokens_sub.add_parser("list", help="list the team's tokens (never their secrets)").set_defaults(
+        func=tokens.cmd_tokens_list
+    )
+    create = tokens_sub.add_parser("create", help="a new token; its secret is printed once")
+    create.add_argument("name")
+    create.add_argument(
+        "--expires-in-days", type=float, metavar="DAYS", help="the token stops working then"
+    )
+    create.set_defaults(func=tokens.cmd_tokens_create)
+    revoke = tokens_sub.add_parser("revoke", help="revoke a token: refused from now on")
+    revoke.add_argument("id", help="the token's id (from `tokens list`)")
+    revoke.set_defaults(func=tokens.cmd_tokens_revoke)
 
     submit = sub.add_parser("submit", help="submit an experiment or matrix (YAML or JSON file)")
     submit.add_argument("file", type=Path)

@@ -263,7 +263,7 @@ def _with_unit(unit: str) -> PlainSerializer:
             return f"{value!r}{unit}"
         return value
 
-    return PlainSerializer(serialize)
+    return PlainSerializer(serialize, return_type=Any)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,12 @@ def test_embedded_stack_runs_the_example(tmp_path: Path) -> None:
         down = ccbench(env, "down")
     assert down.returncode == 0 and "worker" in down.stdout, down.stdout + down.stderr
     assert HostState.capture().leftovers_since(before) == []
+    # Nobody else may read the state: database (and its WAL), broker, logs, run artifacts.
+    state = tmp_path / "state"
+    readable = [str(p) for p in [state, *state.rglob("*")] if p.stat().st_mode & 0o077]
+    assert readable == [], readable
+    names = {p.name for p in state.rglob("*")}
+    assert {"ccbench.sqlite", "broker.sqlite", "api.log", "provenance.json"} <= names, names
 
 
 def test_cli_says_when_the_api_is_unreachable_or_the_token_is_wrong(

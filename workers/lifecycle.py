@@ -63,6 +63,20 @@ def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
         run = session.get(Run, run_id)
         if run is None or run.status != RunStatus.queued.value:
             return None
+        experiment = session.get(Experiment, run.experiment_id)
+        assert experiment is not None
+        if experiment.cancel_requested_at is not None:
+            # Cancellation is final, whatever message still carries the run.
+            if transition(
+                session,
+                run_id,
+                RunStatus.cancelled,
+                only_from=frozenset({RunStatus.queued}),
+                finished_at=utcnow(),
+                error="cancelled by user",
+            ):
+                refresh_experiment_status(session, run.experiment_id)
+            return None
         attempt = run.attempt + 1
         now = utcnow()
         if not transition(
@@ -82,14 +96,11 @@ def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
         ):
             return None
         refresh_experiment_status(session, run.experiment_id)
-        team_id = session.scalar(
-            select(Experiment.team_id).where(Experiment.id == run.experiment_id)
-        )
         return Claim(
             run_id=run_id,
             attempt=attempt,
             experiment_id=run.experiment_id,
-            team_id=str(team_id),
+            team_id=experiment.team_id,
             spec=ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS),
             run_dir=rundir.attempt_dir(settings.runs_dir, run_id, attempt),
         )

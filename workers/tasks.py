@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 from ccbench.jobs import EXECUTE_RUN
 from workers.celery_app import app
@@ -19,14 +19,26 @@ from workers.celery_app import app
     ignore_result=True,
 )
 def execute_run(run_id: str) -> str:
+    from ccbench.dispatch import dispatch_quietly
     from workers.lifecycle import execute
 
-    return execute(run_id)
+    try:
+        return execute(run_id)
+    finally:
+        dispatch_quietly()  # the next run's message waits in the broker before this one acks
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _private_files(**_kwargs: Any) -> None:
+    from ccbench.settings import private_files
+
+    private_files()  # run directories, logs: owner-only (the pool inherits the umask)
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
-def _start_reaper(**_kwargs: Any) -> None:
-    from ccbench.reaper import reap_stale_runs, start_reaper_thread
+def _start_upkeep(**_kwargs: Any) -> None:
+    from ccbench.reaper import reap_stale_runs
+    from ccbench.upkeep import start_upkeep_thread
 
     reap_stale_runs()
-    start_reaper_thread()
+    start_upkeep_thread()

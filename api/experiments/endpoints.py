@@ -2,8 +2,9 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, status
+from fastapi import APIRouter, Body, Header, Query, status
 from fastapi.responses import PlainTextResponse, Response
+from sqlalchemy.exc import IntegrityError
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
@@ -29,26 +30,55 @@ from api.experiments.schemas import (
 )
 from api.runs.repository import series_of_experiment
 from ccbench.db.models import Experiment
+from ccbench.dispatch import dispatch_quietly
 from ccbench.runstate import ExperimentStatus
 from ccbench.settings import get_settings
 from schemas import ExperimentReport, Submission
-from schemas.limits import NAME_MAX, TAG_MAX
+from schemas.limits import IDEMPOTENCY_KEY_MAX, NAME_MAX, TAG_MAX
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=AUTHENTICATED)
 
 
-@router.post(
-    "", status_code=status.HTTP_201_CREATED, response_model=ExperimentCreated, responses=CONFLICT
-)
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=ExperimentCreated)
 def create_experiment(
     submission: Annotated[Submission, Body(description="An experiment spec or a matrix spec")],
     session: DbSession,
     team: CurrentTeam,
+    response: Response,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=IDEMPOTENCY_KEY_MAX,
+            description="a key of the client's choosing (e.g. a UUID): retrying the request "
+            "with the same key and body returns the experiment the first one created, marked "
+            "`Idempotent-Replayed: true`, instead of a duplicate",
+        ),
+    ] = None,
 ) -> ExperimentCreated:
-    experiment, _ = service.create_experiment(
-        session, team, submission, run_limit=get_settings().matrix_run_limit
-    )
-    session.commit()  # sends the runs to the workers (ccbench.jobs.enqueue_after_commit)
+    """Store the experiment and its runs; its `Location` is /v1/experiments/{id}."""
+    limit = get_settings().matrix_run_limit
+    try:
+        experiment, runs = service.create_experiment(
+            session, team, submission, run_limit=limit, idempotency_key=idempotency_key
+        )
+        session.commit()
+    except IntegrityError:
+        # The same key, committed by a concurrent request first: answer with its experiment.
+        session.rollback()
+        if idempotency_key is None:
+            raise
+        found = service.replayed(
+            session, team, idempotency_key, service.submission_digest(submission)
+        )
+        if found is None:
+            raise
+        experiment, runs = found, []
+    if runs:
+        dispatch_quietly()  # else the next pass of any worker's dispatcher sends them
+    elif idempotency_key is not None:
+        response.headers["Idempotent-Replayed"] = "true"
+    response.headers["Location"] = f"/v1/experiments/{experiment.id}"
     return ExperimentCreated(
         id=experiment.id,
         name=experiment.name,

@@ -1,16 +1,18 @@
-"""Experiment use cases. Services never commit: the endpoint does, and the runs a submission
-stored are sent to the workers once it has (ccbench.jobs.enqueue_after_commit)."""
+"""Experiment use cases. Services never commit: the endpoint does, then dispatches the runs a
+submission stored (ccbench.dispatch: runs committed without a message are sent by whichever
+dispatch pass comes first, so a crash between the two loses nothing)."""
+
+import hashlib
+import json
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.experiments import repository
-from ccbench import jobs
-from ccbench.db.models import Experiment, ExperimentTag, Host, Run, Team, utcnow
+from ccbench.db.models import Experiment, ExperimentTag, Host, IdempotencyKey, Run, Team, utcnow
 from ccbench.db.runs import cancel_queued, refresh_experiment_status
 from ccbench.errors import Conflict, NotFound, ValidationFailed
 from ccbench.runstate import ExperimentStatus, RunStatus
-from ccbench.settings import get_settings
 from schemas import ExperimentSpec, SpecError, Submission, expand_submission
 
 
@@ -41,14 +43,44 @@ def _check_hosts_registered(session: Session, team: Team, specs: list[Experiment
         raise ValidationFailed.of(errors, "invalid submission")
 
 
+def submission_digest(submission: Submission) -> str:
+    """What a retried request must repeat to be the same submission (Idempotency-Key)."""
+    document = json.dumps(submission.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def replayed(session: Session, team: Team, key: str, digest: str) -> Experiment | None:
+    """The experiment an earlier request with this Idempotency-Key created, if any; a key
+    reused for a different submission is refused."""
+    record = session.get(IdempotencyKey, (team.id, key))
+    if record is None:
+        return None
+    if record.request_sha256 != digest:
+        raise ValidationFailed.field(
+            "Idempotency-Key", "already used for a different submission: use a new key"
+        )
+    return session.get(Experiment, record.experiment_id)
+
+
 def create_experiment(
-    session: Session, team: Team, submission: Submission, *, run_limit: int
+    session: Session,
+    team: Team,
+    submission: Submission,
+    *,
+    run_limit: int,
+    idempotency_key: str | None = None,
 ) -> tuple[Experiment, list[Run]]:
-    """Store the experiment and one queued run per matrix point and repetition, each sent to
-    the workers when the session commits.
+    """Store the experiment and one queued run per matrix point and repetition, in the
+    caller's transaction; the dispatcher sends the runs once it has committed. With an
+    Idempotency-Key the experiment an earlier request created with it is returned (and no run).
 
     The matrix is expanded (and its size checked against `run_limit`) before anything is
     stored, so a refused submission leaves the database untouched."""
+    digest = submission_digest(submission)
+    if idempotency_key is not None:
+        earlier = replayed(session, team, idempotency_key, digest)
+        if earlier is not None:
+            return earlier, []
     try:
         points = expand_submission(submission, limit=run_limit)
     except SpecError as exc:
@@ -82,10 +114,10 @@ def create_experiment(
         for order, point in enumerate(points)
     ]
     session.add_all(runs)
+    if idempotency_key is not None:
+        session.add(IdempotencyKey(team_id=team.id, key=idempotency_key,
+                                   request_sha256=digest, experiment_id=experiment.id))  # fmt: skip
     session.flush()
-    settings = get_settings()
-    for run in runs:
-        jobs.enqueue_after_commit(session, run.id, jobs.spec_budget(run.spec, settings))
     return experiment, runs
 
 

@@ -1,19 +1,36 @@
-"""Who am I: the team behind the token (lets a client check its token)."""
+"""Who am I (the team behind the token), and the team's API tokens: list, create, revoke."""
 
-from fastapi import APIRouter
-from pydantic import BaseModel
+from fastapi import APIRouter, Response, status
 
 from api.auth import CurrentTeam
-from api.errors import AUTHENTICATED
+from api.deps import DbSession
+from api.errors import AUTHENTICATED, NOT_FOUND
+from api.teams.schemas import Me, TokenCreate, TokenCreated, TokenOut
+from ccbench import teams
 
 router = APIRouter(prefix="/v1", tags=["teams"], responses=AUTHENTICATED)
-
-
-class Me(BaseModel):
-    team_id: str
-    team_name: str
 
 
 @router.get("/me", response_model=Me)
 def me(team: CurrentTeam) -> Me:
     return Me(team_id=team.id, team_name=team.name)
+
+
+@router.get("/tokens", response_model=list[TokenOut])
+def list_tokens(session: DbSession, team: CurrentTeam) -> list[TokenOut]:
+    return [TokenOut.model_validate(t) for t in teams.list_tokens(session, team)]
+
+
+@router.post("/tokens", status_code=status.HTTP_201_CREATED, response_model=TokenCreated)
+def create_token(body: TokenCreate, session: DbSession, team: CurrentTeam) -> TokenCreated:
+    token, secret = teams.issue_token(session, team, body.name, body.expires_at)
+    session.commit()
+    return TokenCreated(**TokenOut.model_validate(token).model_dump(), token=secret)
+
+
+@router.delete("/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
+def revoke_token(token_id: str, session: DbSession, team: CurrentTeam) -> Response:
+    """Revoke a token: requests with it are refused from now on (this one's own included)."""
+    teams.revoke_token(session, team, token_id)
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
-from schemas.limits import NAME_MAX, TAG_MAX
+from schemas.limits import IDEMPOTENCY_KEY_MAX, NAME_MAX, TAG_MAX
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -84,6 +84,8 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    # None: the token does not expire. A revoked or expired token is refused at once.
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
     team: Mapped[Team] = relationship()
 
@@ -138,6 +140,9 @@ class Run(Base):
     seed: Mapped[int] = mapped_column(Integer)
 
     status: Mapped[str] = mapped_column(String(16), index=True)
+    # When a queued run's message was last sent to the broker (ccbench.dispatch); None: it has
+    # none yet, so a dispatcher sends it (after a crash at any instant, within seconds).
+    dispatched_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(200))
     heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
@@ -158,6 +163,23 @@ class Run(Base):
     )
 
     __table_args__ = (Index("ix_runs_experiment_order", "experiment_id", "order_index"),)
+
+
+class IdempotencyKey(Base):
+    """A submission's Idempotency-Key: a retried request with the same key and body gets the
+    experiment the first one created instead of a duplicate."""
+
+    __tablename__ = "idempotency_keys"
+
+    team_id: Mapped[str] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(IDEMPOTENCY_KEY_MAX), primary_key=True)
+    request_sha256: Mapped[str] = mapped_column(String(64))
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class FlowResult(Base):

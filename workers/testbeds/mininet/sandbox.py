@@ -501,6 +501,7 @@ class Sandbox:
 
 
 def main(plan_path: str) -> int:
+    os.umask(0o077)  # the run's files are owner-only, as the worker's
     plan = Plan.from_json(Path(plan_path).read_text())
     # Mount changes stay inside this sandbox's mount namespace.
     subprocess.run(["mount", "--make-rprivate", "/"], check=False)

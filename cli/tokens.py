@@ -1,0 +1,43 @@
+"""`ccbench tokens ...`: the team's API tokens, over the REST API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+
+from cli.client import client
+
+
+def expiry(days: float | None) -> datetime | None:
+    """The time `days` from now, or None for a token that does not expire."""
+    return None if days is None else datetime.now(UTC) + timedelta(days=days)
+
+
+def _rfc3339(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def cmd_tokens_list(_args: argparse.Namespace) -> int:
+    for token in client().get("/v1/tokens"):
+        state = "revoked" if token["revoked_at"] else "active"
+        expires = token["expires_at"] or "never"
+        print(f"{token['id']}  {token['name']:<24} {state:<8} created {token['created_at']}  "
+              f"expires {expires}")  # fmt: skip
+    return 0
+
+
+def cmd_tokens_create(args: argparse.Namespace) -> int:
+    created = client().post(
+        "/v1/tokens", json={"name": args.name, "expires_at": _rfc3339(expiry(args.expires_in_days))}
+    )
+    print(created["token"])
+    print(f"(token {created['id']}, expires {created['expires_at'] or 'never'}; it is shown "
+          "only once)", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def cmd_tokens_revoke(args: argparse.Namespace) -> int:
+    client().request("DELETE", f"/v1/tokens/{args.id}")
+    print(f"token {args.id} revoked")
+    return 0
