@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import RedirectResponse
 
-from api.errors import install_error_handlers
+from api.errors import errors_as_json, install_error_handlers
 from api.experiments.endpoints import router as experiments_router
 from api.hosts.endpoints import router as hosts_router
 from api.limits import BodyLimit
@@ -55,14 +55,10 @@ def create_app() -> FastAPI:
     def openapi() -> dict[str, Any]:
         """FastAPI's document, with units and bounds of quantities as schemas/json has them."""
         if app.openapi_schema is None:
-            app.openapi_schema = with_units(
-                get_openapi(
-                    title=app.title,
-                    version=app.version,
-                    description=app.description,
-                    routes=app.routes,
-                )  # fmt: skip
+            document = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
             )
+            app.openapi_schema = errors_as_json(with_units(document))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

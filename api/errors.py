@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from ccbench.errors import CCBenchError, Conflict, NotFound, Unauthorized, ValidationFailed
 from schemas.matrix import field_path
@@ -41,6 +42,7 @@ def _documented(description: str) -> dict[str, Any]:
 # The error responses of the /v1 routes (OpenAPI), with the body they really send: every route
 # may answer AUTHENTICATED; routes of one resource add NOT_FOUND, state changes CONFLICT.
 AUTHENTICATED: dict[int | str, dict[str, Any]] = {
+    400: _documented("a body that is not JSON"),
     401: _documented("missing, invalid, revoked or expired token"),
     413: _documented("request body too large"),
     422: _documented("invalid input: `errors` names each field and the reason"),
@@ -49,6 +51,18 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _documented("no such resource
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: _documented("the resource is in a state that does not allow this")
 }
+
+
+def errors_as_json(openapi: dict[str, Any]) -> dict[str, Any]:
+    """Error responses are JSON (ErrorBody) on every route, also where the success is CSV or
+    text: FastAPI documents a route's extra responses with its own media type."""
+    for operations in openapi.get("paths", {}).values():
+        for operation in operations.values():
+            for status, response in (operation.get("responses") or {}).items():
+                content = response.get("content")
+                if str(status)[0] in "45" and content and "application/json" not in content:
+                    response["content"] = {"application/json": next(iter(content.values()))}
+    return openapi
 
 
 def status_of(exc: CCBenchError) -> int:
@@ -96,8 +110,27 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """Errors raised by the framework itself (unknown route, method not allowed) in the
         API's one error shape."""
-        kinds = {404: "not_found", 405: "method_not_allowed"}
+        kinds = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
         body = {"error": kinds.get(exc.status_code, "http_error"), "message": str(exc.detail)}
+        headers = dict(exc.headers or {})
         if exc.status_code == 404:
             body["message"] = f"no route {request.method} {request.url.path}"
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        if exc.status_code == 405:
+            # Starlette names only the first matching route's methods; a path served by several
+            # routes (GET and POST /v1/tokens) allows all of theirs.
+            allowed = sorted(_methods_of(request))
+            headers["Allow"] = ", ".join(allowed)
+            body["message"] = (
+                f"{request.method} is not allowed here (allowed: {', '.join(allowed)})"
+            )
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _methods_of(request: Request) -> set[str]:
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        route_methods = getattr(route, "methods", None)
+        if match != Match.NONE and route_methods:
+            methods |= set(route_methods)
+    return methods

@@ -34,6 +34,15 @@ def trace_average_bps(trace_ms: list[int]) -> float:
     return len(trace_ms) * TRACE_OPPORTUNITY_BYTES * 8 / (trace_ms[-1] / 1000)
 
 
+def _is_trace(trace: Any) -> bool:
+    """A usable Mahimahi trace: whole milliseconds, not decreasing, ending after 0 ms."""
+    if not isinstance(trace, list) or not trace:
+        return False
+    if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in trace):
+        return False
+    return all(a <= b for a, b in zip(trace, trace[1:], strict=False)) and trace[-1] > 0
+
+
 class StrictModel(BaseModel):
     # Unknown fields are typos; infinities and NaN (YAML's .inf, .nan) are never a parameter.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -127,20 +136,15 @@ class Bottleneck(StrictModel):
         if not isinstance(data, dict) or not data.get("rate_trace_ms"):
             return data
         trace = data["rate_trace_ms"]
-        if not isinstance(trace, list) or not all(
-            isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in trace
-        ):
-            return data  # the field's own validation names the problem
-        if any(b < a for a, b in zip(trace, trace[1:], strict=False)) or trace[-1] <= 0:
-            raise ValueError("rate_trace_ms must not decrease and must end after 0 ms")
-        average = trace_average_bps(trace)
-        if "rate" not in data:
-            return {**data, "rate": f"{average!r}bit"}
-        return data
+        if not _is_trace(trace) or "rate" in data:
+            return data  # the field's own validation names a problem; the after-check the rest
+        return {**data, "rate": f"{trace_average_bps(trace)!r}bit"}
 
     @model_validator(mode="after")
     def _mechanism_supports_options(self) -> Bottleneck:
         if self.rate_trace_ms:
+            if not _is_trace(self.rate_trace_ms):
+                raise ValueError("rate_trace_ms must not decrease and must end after 0 ms")
             average = trace_average_bps(self.rate_trace_ms)
             if abs(self.rate / average - 1) > 1e-6:
                 raise ValueError(

@@ -34,7 +34,7 @@ def create_host(body: HostCreate, session: DbSession, team: CurrentTeam) -> Host
     return host
 
 
-@router.get("/hosts", response_model=list[HostOut])
+@router.get("/hosts", response_model=list[HostOut], responses=NOT_FOUND)
 def list_hosts(
     session: DbSession,
     team: CurrentTeam,
