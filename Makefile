@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos
 
 install:
 	scripts/install.sh
@@ -59,3 +59,6 @@ bench-userspace:
 
 bench-hosts:
 	$(PY) -m bench.hosts
+
+bench-chaos:
+	$(PY) -m bench.chaos

@@ -6,9 +6,6 @@ leaves nothing running and no run stuck."""
 from __future__ import annotations
 
 import copy
-import os
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +20,7 @@ from ccbench.db.models import Run
 from ccbench.db.session import session_scope
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
+from tests.processes import Worker
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
 
@@ -35,42 +33,6 @@ def short_example(duration_s: float, name: str) -> dict[str, Any]:
     spec["duration"] = f"{duration_s}s"
     spec["measurement"] = {"skip_start": "2s"}
     return spec
-
-
-class Worker:
-    def __init__(self, log_path: Path) -> None:
-        from cli.stack import worker_command
-        from tests.services import purge_run_queue
-
-        purge_run_queue()
-        self.log_path = log_path
-        self.log = log_path.open("ab")
-        self.proc = subprocess.Popen(
-            worker_command(f"test-{os.getpid()}@%h"),
-            cwd=REPO_ROOT,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while " ready." not in log_path.read_text(errors="replace"):
-            assert self.proc.poll() is None, log_path.read_text()[-3000:]
-            assert time.monotonic() < deadline, "worker not ready in 60 s"
-            time.sleep(0.2)
-
-    def kill_hard(self) -> None:
-        """SIGKILL the whole worker (main process and its pool child), as an OOM killer would."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill_hard()
-        self.log.close()
 
 
 @pytest.fixture
