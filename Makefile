@@ -27,7 +27,7 @@ test-python:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy schemas ccbench api workers cli
+	$(VENV)/bin/mypy schemas ccbench api workers cli scheduler
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ansible-lint -q --offline --profile production playbooks/
 	cd agents && cargo clippy --release --locked --all-targets -- -D warnings

@@ -1,18 +1,19 @@
-"""Sending queued runs to the workers: crash-safe, bounded and fair.
+"""Sending queued runs to the workers: crash-safe, bounded, fair and routed.
 
 A submission stores its runs with no message (`dispatched_at` unset) in one transaction; the
 dispatcher sends them afterwards. So a crash at any instant leaves every stored run either sent
-or still unsent, and the next dispatch pass (the API's right after a commit, every worker's
-each `dispatch_interval_s`) sends what is unsent — within seconds, never twice on purpose. A
-message is sent before its run is marked sent: a crash in between sends it again, which is
-harmless because a worker claims a run only while it is queued (a stale message costs a skip).
+or still unsent, and the next dispatch pass (the API's right after a commit, the scheduler's and
+every worker's each `dispatch_interval_s`) sends what is unsent — within seconds. A message is
+sent before its run is marked sent: a crash in between sends it again, which is harmless
+because a worker claims a run only while it is queued (a stale message costs a skip).
 
-At most `dispatch_window` runs wait in the broker at a time. The rest stay in the database, so
-cancelling a 10,000-run matrix leaves at most that many stale messages ahead of other teams'
-runs, and each pass picks the next runs fairly: the team with the fewest runs in flight first,
-each team's runs in submission order. A run whose message has waited longer than
-`dispatch_lease_s` without a worker claiming it is presumed lost (a broker that lost its queue)
-and sent again."""
+A message goes to the queue of one live worker (ccbench.workerpool) of the run's pool that can
+run it, and only while that worker has room: a message per free slot plus `dispatch_prefetch`
+waiting. The rest wait in the database, so cancelling a 10,000-run matrix leaves at most a few
+stale messages ahead of other teams' runs, and each pass picks the next runs fairly: the team
+with the fewest runs in flight first, each team's runs in submission order. A run whose message
+has waited longer than `dispatch_lease_s` (a broker that lost its queue), or went to a worker
+that is no longer live, is sent again."""
 
 from __future__ import annotations
 
@@ -26,10 +27,13 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from ccbench import jobs
-from ccbench.db.models import Experiment, Run, utcnow
+from ccbench.db.models import Experiment, Run, Worker, utcnow
 from ccbench.db.session import session_scope
 from ccbench.runstate import ACTIVE, RunStatus
 from ccbench.settings import Settings, get_settings
+from ccbench.workerpool import Capabilities, live_workers, missing, requirements_of
+from schemas import ExperimentSpec
+from schemas.units import SI_NUMBERS
 
 log = logging.getLogger(__name__)
 
@@ -45,34 +49,68 @@ class Candidate:
 
 
 def dispatch(settings: Settings | None = None) -> int:
-    """One pass: send queued runs until `dispatch_window` messages wait. Returns how many
-    were sent. Concurrent passes are serialised by the database (an advisory lock on
-    PostgreSQL, the write lock on SQLite); a duplicate message is harmless either way."""
+    """One pass: send queued runs to live workers with room. Returns how many were sent.
+    Concurrent passes are serialised by the database (an advisory lock on PostgreSQL, the
+    write lock on SQLite); a duplicate message is harmless either way."""
     settings = settings or get_settings()
+    sent = 0
     with session_scope() as session:
         if session.get_bind().dialect.name == "postgresql":
             session.execute(select(func.pg_advisory_xact_lock(ADVISORY_LOCK)))
         now = utcnow()
         lease_start = now - timedelta(seconds=settings.dispatch_lease_s)
-        waiting = session.scalar(
-            select(func.count()).select_from(Run).where(_in_broker(lease_start))
-        )
-        room = settings.dispatch_window - int(waiting or 0)
-        if room <= 0:
+        workers = live_workers(session, settings)
+        room = _room(session, workers, lease_start, settings.dispatch_prefetch)
+        if sum(room.values()) <= 0:
             return 0
-        chosen = fair_choice(session, room, lease_start)
-        for candidate in chosen:
-            jobs.enqueue_run(candidate.run_id, jobs.spec_budget(candidate.spec, settings))
-        if chosen:
+        live = {w.id for w in workers}
+        for candidate in fair_choice(session, 2 * sum(room.values()), lease_start, live):
+            worker = _worker_for(candidate, workers, room)
+            if worker is None:
+                continue  # its pool is busy or cannot run it: it waits in the database
+            budget = jobs.spec_budget(candidate.spec, settings)
+            jobs.enqueue_run(candidate.run_id, budget, jobs.worker_queue(worker.id))
             session.execute(
                 update(Run)
-                .where(Run.id.in_([c.run_id for c in chosen]), Run.status == RunStatus.queued)
-                .values(dispatched_at=now)
+                .where(Run.id == candidate.run_id, Run.status == RunStatus.queued)
+                .values(dispatched_at=now, dispatched_to=worker.id)
                 .execution_options(synchronize_session=False)
             )
-    if chosen:
-        log.info("dispatched %d run(s)", len(chosen))
-    return len(chosen)
+            room[worker.id] -= 1
+            sent += 1
+            if sum(room.values()) <= 0:
+                break
+    if sent:
+        log.info("dispatched %d run(s)", sent)
+    return sent
+
+
+def _room(
+    session: Session, workers: list[Worker], lease_start: datetime, prefetch: int
+) -> dict[str, int]:
+    """Messages each live worker can take now: its slots plus `prefetch`, less the runs it
+    executes and the messages waiting for it."""
+    ids = [w.id for w in workers]
+    waiting = _count_by(session, Run.dispatched_to, _in_broker(lease_start), ids)
+    executing = _count_by(session, Run.worker_id, Run.status.in_([s.value for s in ACTIVE]), ids)
+    return {w.id: w.slots + prefetch - waiting.get(w.id, 0) - executing.get(w.id, 0)
+            for w in workers}  # fmt: skip
+
+
+def _count_by(session: Session, column: Any, condition: Any, ids: list[str]) -> dict[str, int]:
+    """Runs meeting `condition`, counted per value of `column` among `ids`."""
+    rows = session.execute(
+        select(column, func.count()).where(condition, column.in_(ids)).group_by(column)
+    ).all()
+    return {str(key): int(n) for key, n in rows}
+
+
+def _worker_for(candidate: Candidate, workers: list[Worker], room: dict[str, int]) -> Worker | None:
+    """The live worker of the run's pool that can run it and has the most room."""
+    needs = requirements_of(ExperimentSpec.model_validate(candidate.spec, context=SI_NUMBERS))
+    able = [w for w in workers if room[w.id] > 0 and w.pool == needs.pool
+            and not missing(Capabilities.from_dict(w.capabilities), needs)]  # fmt: skip
+    return max(able, key=lambda w: (room[w.id], w.id), default=None)
 
 
 def dispatch_quietly(settings: Settings | None = None) -> int:
@@ -90,10 +128,18 @@ def _in_broker(lease_start: datetime) -> Any:
     return and_(Run.status == RunStatus.queued, Run.dispatched_at > lease_start)
 
 
-def fair_choice(session: Session, room: int, lease_start: datetime) -> list[Candidate]:
-    """Up to `room` runs to send: queued, without a live message, of experiments not being
-    cancelled; teams served in turn, the one with the fewest runs in flight first."""
-    unsent = or_(Run.dispatched_at.is_(None), Run.dispatched_at <= lease_start)
+def fair_choice(
+    session: Session, room: int, lease_start: datetime, live: set[str]
+) -> list[Candidate]:
+    """Up to `room` runs to send: queued, without a live message (never sent, sent longer than
+    the lease ago, or sent to a worker that is not live), of experiments not being cancelled;
+    teams served in turn, the one with the fewest runs in flight first."""
+    unsent = or_(
+        Run.dispatched_at.is_(None),
+        Run.dispatched_at <= lease_start,
+        Run.dispatched_to.is_(None),
+        Run.dispatched_to.not_in(live),
+    )
     rank = (
         func.row_number()
         .over(partition_by=Experiment.team_id, order_by=(Experiment.created_at, Run.order_index))

@@ -6,7 +6,6 @@ The database run row is the truth; a message carries only the run id."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
@@ -14,11 +13,14 @@ from celery import Celery
 
 from ccbench.settings import Settings, get_settings
 
+# Each worker consumes only its own queue: the dispatcher (ccbench.dispatch) picks the worker
+# that can run a run (ccbench.workerpool), so a message never reaches one that cannot. A worker
+# runs as root on a host that builds testbeds.
+WORKER_QUEUE_PREFIX = "ccbench.worker."
 
-class Queue(StrEnum):
-    # Experiment runs. A worker consuming it needs root on a host that can build testbeds, and
-    # runs one run at a time (concurrency 1) so runs never compete for the host's CPUs.
-    runs = "ccbench.runs"
+
+def worker_queue(worker_id: str) -> str:
+    return WORKER_QUEUE_PREFIX + worker_id
 
 
 EXECUTE_RUN = "ccbench.execute_run"
@@ -62,7 +64,6 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     """The Celery configuration every ccbench process shares (workers and producers)."""
     return {
         "broker_url": settings.effective_broker_url,
-        "task_default_queue": Queue.runs.value,
         "task_ignore_result": True,
         "result_backend": None,
         "task_serializer": "json",
@@ -99,14 +100,15 @@ def _producer(broker_url: str) -> Celery:
     return make_celery(get_settings(), set_as_current=False)
 
 
-def enqueue_run(run_id: str, budget: RunBudget) -> None:
-    """Send the run's message now. Only the dispatcher calls it, for runs it has read from the
-    database: a worker must never be handed a run that is not stored."""
+def enqueue_run(run_id: str, budget: RunBudget, queue: str) -> None:
+    """Send the run's message to `queue` (a worker's own) now. Only the dispatcher calls it,
+    for runs it has read from the database: a worker must never be handed a run that is not
+    stored."""
     settings = get_settings()
     _producer(settings.effective_broker_url).send_task(
         EXECUTE_RUN,
         args=[run_id],
-        queue=Queue.runs.value,
+        queue=queue,
         time_limit=budget.hard_limit_s,
         soft_time_limit=budget.soft_limit_s,
     )

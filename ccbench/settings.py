@@ -38,12 +38,18 @@ class Settings(BaseSettings):
     run_max_attempts: int = 2
     # Set-up and tear-down allowance added to a run's own duration for its time limit.
     run_time_margin_s: float = 60.0
-    # Dispatch (ccbench.dispatch): at most this many run messages wait in the broker (keep it
-    # above the number of worker slots); a message unclaimed for dispatch_lease_s is presumed
-    # lost and sent again; workers run a dispatch pass every dispatch_interval_s.
-    dispatch_window: int = 8
+    # Dispatch (ccbench.dispatch): each live worker gets a message per free slot plus
+    # dispatch_prefetch waiting ones; a message unclaimed for dispatch_lease_s is presumed lost
+    # and sent again; workers and the scheduler run a dispatch pass every dispatch_interval_s.
+    dispatch_prefetch: int = 1
     dispatch_lease_s: float = 600.0
     dispatch_interval_s: float = 1.0
+
+    # This worker (ccbench.workerpool): its id (default: host name + a random part kept in
+    # state_dir), its pool, and when a silent worker counts as dead.
+    worker_id: str = ""
+    worker_pool: str = "default"
+    worker_timeout_s: float = 30.0
 
     # Encrypts secrets at rest (hosts' SSH private keys): a Fernet key (32 url-safe base64
     # bytes, `ccbench admin secret-key` prints a new one). Empty: the embedded default, a key

@@ -81,6 +81,28 @@ def issue_token(
     return token, secret
 
 
+def ensure_bootstrap(session: Session, team_name: str, secret: str) -> Team:
+    """The team `team_name` and a token with exactly this secret, created when missing (a
+    deployment's first start; idempotent on every later one). The secret comes from the
+    deployment's secrets (CCBENCH_BOOTSTRAP_TOKEN), so its operator knows it."""
+    if not secret.startswith(TOKEN_PREFIX) or len(secret) < len(TOKEN_PREFIX) + 24:
+        raise ValidationFailed.field(
+            "CCBENCH_BOOTSTRAP_TOKEN", f"must start with {TOKEN_PREFIX} and have 24 characters "
+            "after it (e.g. `ccbench admin secret-key`'s output behind the prefix)",
+        )  # fmt: skip
+    team = session.scalar(select(Team).where(Team.name == team_name))
+    if team is None:
+        team = create_team(session, team_name)
+    digest = hash_token(secret)
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    if token is None:
+        session.add(ApiToken(team_id=team.id, name="bootstrap", token_hash=digest))
+        session.flush()
+    elif token.team_id != team.id:
+        raise Conflict("CCBENCH_BOOTSTRAP_TOKEN already belongs to another team")
+    return team
+
+
 def list_tokens(session: Session, team: Team) -> Sequence[ApiToken]:
     return session.scalars(
         select(ApiToken).where(ApiToken.team_id == team.id).order_by(ApiToken.created_at)

@@ -1,6 +1,7 @@
-"""What every worker process does beside its runs, in a daemon thread: reap the runs of dead
-workers (every reaper_interval_s) and dispatch queued runs (every dispatch_interval_s). Each
-pass is safe from any number of processes at once."""
+"""What every worker process (and the scheduler) does beside its runs, in a daemon thread: a
+worker heartbeats its registration; all reap the runs of dead workers (every
+reaper_interval_s) and dispatch queued runs (every dispatch_interval_s). Each pass is safe
+from any number of processes at once."""
 
 from __future__ import annotations
 
@@ -9,15 +10,20 @@ import threading
 import time
 from collections.abc import Callable
 
+from ccbench.db.session import session_scope
 from ccbench.dispatch import dispatch
 from ccbench.reaper import reap_stale_runs
 from ccbench.settings import Settings, get_settings
+from ccbench.workerpool import heartbeat
 
 log = logging.getLogger(__name__)
 
 
-def start_upkeep_thread(settings: Settings | None = None) -> threading.Event:
-    """Start the loop; set the returned event to stop it."""
+def start_upkeep_thread(
+    settings: Settings | None = None, worker: str | None = None
+) -> threading.Event:
+    """Start the loop (with `worker`, that worker's heartbeat); set the returned event to stop
+    it."""
     settings = settings or get_settings()
     stop = threading.Event()
 
@@ -28,11 +34,19 @@ def start_upkeep_thread(settings: Settings | None = None) -> threading.Event:
             if now >= next_reap:
                 next_reap = now + settings.reaper_interval_s
                 _guarded("reaper", lambda: len(reap_stale_runs(settings)))
+            if worker is not None:
+                _guarded("heartbeat", lambda: _heartbeat(worker))
             _guarded("dispatch", lambda: dispatch(settings))
             stop.wait(settings.dispatch_interval_s)
 
     threading.Thread(target=loop, name="ccbench-upkeep", daemon=True).start()
     return stop
+
+
+def _heartbeat(worker: str) -> int:
+    with session_scope() as session:
+        heartbeat(session, worker)
+    return 1
 
 
 def _guarded(name: str, step: Callable[[], int]) -> None:

@@ -94,10 +94,18 @@ def cmd_api(args: argparse.Namespace) -> int:
     os.execv(sys.executable, stack.api_command(settings))
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
+def cmd_worker(_args: argparse.Namespace) -> int:
+    from ccbench.workerpool import worker_id
+
     if os.geteuid() != 0:
         print("warning: workers build network namespaces and need root", file=sys.stderr)
-    os.execv(sys.executable, stack.worker_command(args.hostname))
+    worker = worker_id(get_settings())
+    os.execve(sys.executable, stack.worker_command(worker),
+              dict(os.environ, CCBENCH_WORKER_ID=worker))  # fmt: skip
+
+
+def cmd_scheduler(_args: argparse.Namespace) -> int:
+    os.execv(sys.executable, stack.scheduler_command())
 
 
 def cmd_db_upgrade(_args: argparse.Namespace) -> int:
@@ -140,6 +148,26 @@ def cmd_create_token(args: argparse.Namespace) -> int:
         raise ClientError(exc.message) from exc
     print(token)
     print(f"(token for team {args.team}; it is shown only once)", file=sys.stderr)
+    return 0
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    """Migrate, then make sure the bootstrap team and token exist (deployments' first start)."""
+    from ccbench import teams
+    from ccbench.db.migrate import upgrade
+    from ccbench.db.session import session_scope
+
+    secret = os.environ.get("CCBENCH_BOOTSTRAP_TOKEN", "")
+    if not secret:
+        raise ClientError("set CCBENCH_BOOTSTRAP_TOKEN to the admin token to create")
+    settings = get_settings()
+    upgrade(settings.effective_database_url)
+    try:
+        with session_scope() as session:
+            team = teams.ensure_bootstrap(session, args.team, secret)
+            print(f"database at head; team {team.name} has the bootstrap token")
+    except CCBenchError as exc:
+        raise ClientError(exc.message) from exc
     return 0
 
 

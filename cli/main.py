@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -38,9 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument("--host")
     api.add_argument("--port", type=int)
     api.set_defaults(func=local.cmd_api)
-    worker = sub.add_parser("worker", help="run a Celery worker (production shape, as root)")
-    worker.add_argument("--hostname", default="ccbench@%h")
-    worker.set_defaults(func=local.cmd_worker)
+    sub.add_parser(
+        "worker",
+        help="run a worker (as root): CCBENCH_WORKER_POOL names its pool, CCBENCH_WORKER_ID its "
+        "id (default: the host name and a random part kept in the state directory)",
+    ).set_defaults(func=local.cmd_worker)
+    sub.add_parser(
+        "scheduler", help="run the scheduler: dispatch queued runs, reap dead workers' runs"
+    ).set_defaults(func=local.cmd_scheduler)
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(required=True, metavar="ACTION")
@@ -58,6 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--expires-in-days", type=float, metavar="DAYS", help="the token stops working then"
     )
     token.set_defaults(func=local.cmd_create_token)
+    bootstrap = admin_sub.add_parser(
+        "bootstrap",
+        help="migrate, then create the team and the token CCBENCH_BOOTSTRAP_TOKEN if missing "
+        "(a deployment's one-shot job; idempotent)",
+    )
+    bootstrap.add_argument(
+        "--team", default=os.environ.get("CCBENCH_BOOTSTRAP_TEAM", "admin"),
+        help="the team's name (default: CCBENCH_BOOTSTRAP_TEAM or admin)",
+    )  # fmt: skip
+    bootstrap.set_defaults(func=local.cmd_bootstrap)
     admin_sub.add_parser(
         "secret-key", help="print a new key for CCBENCH_SECRET_KEY (encrypts hosts' SSH keys)"
     ).set_defaults(func=local.cmd_secret_key)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import httpx
 
-from ccbench.jobs import Queue
+from ccbench.jobs import worker_queue
 from ccbench.settings import REPO_ROOT, Settings
+from ccbench.workerpool import worker_id
 
 
 @dataclass
@@ -40,8 +41,9 @@ def api_command(settings: Settings) -> list[str]:
     ]
 
 
-def worker_command(hostname: str = "ccbench@%h") -> list[str]:
-    # One run at a time per worker: runs must not compete for the host's CPUs.
+def worker_command(worker_id: str) -> list[str]:
+    """A Celery worker consuming only its own queue (the process must see CCBENCH_WORKER_ID =
+    worker_id: worker_env). One run at a time: runs must not compete for the host's CPUs."""
     return [
         sys.executable,
         "-m",
@@ -50,18 +52,22 @@ def worker_command(hostname: str = "ccbench@%h") -> list[str]:
         "workers.celery_app",
         "worker",
         "--queues",
-        Queue.runs.value,
+        worker_queue(worker_id),
         "--concurrency",
         "1",
         "--pool",
         "prefork",
         "--hostname",
-        hostname,
+        f"{worker_id}@%h",
         "--loglevel",
         "INFO",
         "--without-gossip",
         "--without-mingle",
     ]
+
+
+def scheduler_command() -> list[str]:
+    return [sys.executable, "-m", "scheduler"]
 
 
 def probe_command(*, json_output: bool) -> list[str]:
@@ -77,8 +83,10 @@ def start(settings: Settings) -> list[StackProcess]:
     logs = settings.state_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, CCBENCH_STATE_DIR=str(settings.state_dir))
+    worker = worker_id(settings)
+    env["CCBENCH_WORKER_ID"] = worker
     started = []
-    for name, command in (("api", api_command(settings)), ("worker", worker_command())):
+    for name, command in (("api", api_command(settings)), ("worker", worker_command(worker))):
         log_path = logs / f"{name}.log"
         with log_path.open("ab") as log_file:
             proc = subprocess.Popen(

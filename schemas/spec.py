@@ -54,6 +54,8 @@ Description = Annotated[str, StringConstraints(max_length=DESCRIPTION_MAX)]
 
 
 HOST_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"  # as the host inventory's names
+POOL_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"  # a worker pool's name (also in queue names)
+DEFAULT_POOL = "default"
 
 
 class Testbed(StrictModel):
@@ -68,6 +70,12 @@ class Testbed(StrictModel):
         description="hosts only: a registered host that forwards between the senders and the "
         "receivers and emulates the dumbbell's bottleneck there with ccbench-link; without "
         "it the flows cross the real network (topology kind path)",
+    )
+    pool: str = Field(
+        DEFAULT_POOL,
+        pattern=POOL_PATTERN,
+        description="the pool of workers that runs it (a site or a group of machines: each "
+        "worker serves one, CCBENCH_WORKER_POOL)",
     )
 
     @model_validator(mode="after")

@@ -27,6 +27,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _state_dir = Path(tempfile.mkdtemp(prefix="ccbench-test-state-"))
     os.environ["CCBENCH_STATE_DIR"] = str(_state_dir)
+    # Workers a test killed count as dead soon, so the next test's runs go to live ones.
+    os.environ.setdefault("CCBENCH_WORKER_TIMEOUT_S", "5")
     if os.environ.get("CCBENCH_TEST_EXTERNAL_SERVICES") != "1":
         _services = start_services()
         os.environ["CCBENCH_DATABASE_URL"] = _services.database_url

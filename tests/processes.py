@@ -20,21 +20,22 @@ CCBENCH = [sys.executable, "-m", "cli"]
 
 
 class Worker:
-    """A worker process; `env` None: this process's environment (the harness's database and
-    broker), whose broker queue is emptied first."""
+    """A worker process with an id of its own; `env` None: this process's environment (the
+    harness's database and broker), whose leftover queued runs are cancelled first."""
 
     def __init__(self, log_path: Path, env: dict[str, str] | None = None) -> None:
         from cli.stack import worker_command
-        from tests.services import purge_run_queue
+        from tests.services import cancel_leftover_runs
 
         if env is None:
-            purge_run_queue()
+            cancel_leftover_runs()
+        self.id = f"test-{os.getpid()}-{time.monotonic_ns()}"
         self.log_path = log_path
         self.log = log_path.open("ab")
         self.proc = subprocess.Popen(
-            worker_command(f"test-{os.getpid()}-{time.monotonic_ns()}@%h"),
+            worker_command(self.id),
             cwd=REPO_ROOT,
-            env=env,
+            env={**(env or os.environ), "CCBENCH_WORKER_ID": self.id},
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -146,14 +146,22 @@ def start_services() -> Services:
     return Services(root).start()
 
 
-def purge_run_queue() -> int:
-    """Drop run messages left in the broker by earlier tests (their runs stay queued in the
-    database); a worker started by a test must only see the runs that test submits."""
-    from ccbench.jobs import Queue, make_celery
-    from ccbench.settings import get_settings
+def cancel_leftover_runs() -> int:
+    """Cancel the queued runs earlier tests left in the harness's database (they submitted
+    runs without a worker): a worker started by a test must only run the runs that test
+    submits, and the dispatcher would hand it every queued run."""
+    from sqlalchemy import update
 
-    with make_celery(get_settings()).connection_for_write() as connection:
-        return int(connection.default_channel.queue_purge(Queue.runs.value) or 0)
+    from ccbench.db.models import Run
+    from ccbench.db.session import session_scope
+
+    with session_scope() as session:
+        done = session.execute(
+            update(Run).where(Run.status == "queued")
+            .values(status="cancelled", error="cancelled by the test harness: an earlier test's")
+            .execution_options(synchronize_session=False)
+        )  # fmt: skip
+        return int(getattr(done, "rowcount", 0) or 0)
 
 
 def run_cli(

@@ -1,26 +1,29 @@
 """Dispatch, idempotent submission, final cancellation and token lifetimes, against the real
-PostgreSQL and Redis the harness starts (no worker: the broker's queue is read directly)."""
+PostgreSQL and Redis the harness starts. No worker process runs here: workers are registered
+as a worker registers itself (its capabilities), and their queues are read directly."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from amqp.exceptions import ChannelError
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from api.app import app
-from ccbench import teams
+from ccbench import teams, workerpool
 from ccbench.db.models import ApiToken, Experiment, Run, Team, utcnow
 from ccbench.db.session import session_scope
 from ccbench.dispatch import dispatch
-from ccbench.jobs import Queue, make_celery
+from ccbench.jobs import make_celery, worker_queue
 from ccbench.reaper import reap_stale_runs
 from ccbench.settings import get_settings
 from schemas import MatrixSpec
-from tests.services import purge_run_queue
+from tests.services import cancel_leftover_runs
 
 pytestmark = pytest.mark.services
 
@@ -50,9 +53,18 @@ def store(team_name: str, runs: int) -> str:
         return experiment.id
 
 
-def waiting_messages() -> int:
+LOCAL = workerpool.Capabilities(
+    testbeds=["mininet", "hosts"], congestion_controls=["reno", "cubic"], nfqueue=True
+)
+
+
+def waiting_messages(worker: str) -> int:
+    """Messages in the worker's queue (Redis has no queue that never held one)."""
     with make_celery(get_settings()).connection_for_write() as connection:
-        declared = connection.default_channel.queue_declare(Queue.runs.value, passive=True)
+        try:
+            declared = connection.default_channel.queue_declare(worker_queue(worker), passive=True)
+        except ChannelError:
+            return 0
         return int(declared.message_count)
 
 
@@ -64,52 +76,114 @@ def dispatched(experiment_id: str) -> list[str]:
 
 @pytest.fixture
 def quiet_queue() -> None:
-    """No run of another test is waiting in the database or the broker."""
+    """No run of another test is waiting in the database."""
+    cancel_leftover_runs()
+
+
+@pytest.fixture
+def register(unique: str) -> Iterator[Callable[..., str]]:
+    """Register workers (ids unique to the test); they stop being live when the test ends."""
+    made: list[str] = []
+
+    def make(pool: str = "default", capabilities: workerpool.Capabilities = LOCAL,
+             slots: int = 1) -> str:  # fmt: skip
+        name = f"w{len(made)}-{unique}"
+        with session_scope() as session:
+            workerpool.register(session, name, pool, capabilities, slots, "test")
+        made.append(name)
+        return name
+
+    yield make
     with session_scope() as session:
-        session.execute(update(Run).where(Run.status == "queued").values(status="cancelled"))
-    purge_run_queue()
+        for name in made:
+            workerpool.stopped(session, name)
 
 
-def test_stored_runs_are_sent_within_the_window(
-    team_token: tuple[str, str], quiet_queue: None
+def test_stored_runs_are_sent_to_a_worker_with_room(
+    team_token: tuple[str, str], quiet_queue: None, register: Callable[..., str]
 ) -> None:
-    settings = get_settings().model_copy(update={"dispatch_window": 5})
+    settings = get_settings().model_copy(update={"dispatch_prefetch": 1})
     experiment_id = store(team_token[0], 12)
+    assert dispatch(settings) == 0  # no live worker: the runs wait, stored
+    worker = register(slots=3)
     assert dispatched(experiment_id) == []  # stored, not yet sent: no message was lost
-    assert dispatch(settings) == 5 and waiting_messages() == 5
-    assert dispatch(settings) == 0 and waiting_messages() == 5  # the window is full
-    # Two runs leave the queue (a worker claimed them): two more are sent.
+    assert dispatch(settings) == 4 and waiting_messages(worker) == 4  # 3 slots + 1 waiting
+    assert dispatch(settings) == 0 and waiting_messages(worker) == 4  # the worker is full
+    # It claims two and finishes them: two more are sent.
     with session_scope() as session:
         two = session.scalars(select(Run.id).where(Run.id.in_(dispatched(experiment_id)))
                               .limit(2)).all()  # fmt: skip
-        session.execute(update(Run).where(Run.id.in_(two)).values(status="provisioning"))
-    purge_run_queue()
-    assert dispatch(settings) == 2 and len(dispatched(experiment_id)) == 7
+        session.execute(update(Run).where(Run.id.in_(two))
+                        .values(status="provisioning", worker_id=worker))  # fmt: skip
+        assert dispatch(settings) == 0  # executing 2, waiting 2: no room
+        session.execute(update(Run).where(Run.id.in_(two)).values(status="done"))
+    assert dispatch(settings) == 2 and len(dispatched(experiment_id)) == 6
     # A message unclaimed for longer than the lease is presumed lost and sent again.
     with session_scope() as session:
         session.execute(update(Run).where(Run.experiment_id == experiment_id)
                         .values(dispatched_at=utcnow() - timedelta(hours=1)))  # fmt: skip
-    assert dispatch(settings) == 5
+    assert dispatch(settings) == 4
+    # A worker that stops being live: its messages go to another.
+    other = register(slots=3)
+    with session_scope() as session:
+        workerpool.stopped(session, worker)
+    assert dispatch(settings) == 4
+    with session_scope() as session:
+        targets = set(session.scalars(select(Run.dispatched_to).where(
+            Run.experiment_id == experiment_id, Run.status == "queued",
+            Run.dispatched_to.is_not(None))))  # fmt: skip
+    assert other in targets
 
 
-def test_teams_are_served_in_turn(unique: str, quiet_queue: None) -> None:
+def test_runs_go_only_to_workers_that_can_run_them(
+    team_token: tuple[str, str], quiet_queue: None, register: Callable[..., str]
+) -> None:
+    client = TestClient(app)
+    headers = {"Authorization": f"Bearer {team_token[1]}"}
+    plain = register(pool="lab")
+    vegas = register(pool="lab", capabilities=workerpool.Capabilities(
+        testbeds=["mininet"], congestion_controls=["reno", "vegas"], nfqueue=True))  # fmt: skip
+    spec = {**BASE, "testbed": {"kind": "mininet", "pool": "lab"},
+            "flows": [{"algorithm": "vegas"}]}  # fmt: skip
+    made = client.post("/v1/experiments", json=spec, headers=headers)
+    assert made.status_code == 201, made.text  # the API dispatched it at once, to `vegas`
+    with session_scope() as session:
+        run = session.scalars(select(Run).where(Run.experiment_id == made.json()["id"])).one()
+        assert run.dispatched_to == vegas and waiting_messages(plain) == 0
+    # A spec no live worker can run is refused at submission, with the reason.
+    for testbed, reason in (
+        ({"kind": "mininet", "pool": "nowhere"}, "no live worker serves the pool 'nowhere'"),
+        ({"kind": "mininet", "pool": "lab"}, "lacks the kernel congestion control bbr"),
+    ):
+        body = {**spec, "testbed": testbed, "flows": [{"algorithm": "bbr"}]}
+        refused = client.post("/v1/experiments", headers=headers, json=body)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["errors"][0]["field"] == "testbed"
+        assert reason in refused.json()["errors"][0]["reason"], refused.json()
+
+
+def test_teams_are_served_in_turn(
+    unique: str, quiet_queue: None, register: Callable[..., str]
+) -> None:
     with session_scope() as session:
         for name in (f"a-{unique}", f"b-{unique}"):
             teams.create_team(session, name)
     big = store(f"a-{unique}", 50)  # submitted first
     small = store(f"b-{unique}", 2)
-    settings = get_settings().model_copy(update={"dispatch_window": 4})
+    register(slots=3)
+    settings = get_settings().model_copy(update={"dispatch_prefetch": 1})
     assert dispatch(settings) == 4
     assert len(dispatched(small)) == 2 and len(dispatched(big)) == 2
 
 
 def test_cancelled_runs_are_never_sent_nor_started(
-    team_token: tuple[str, str], quiet_queue: None
+    team_token: tuple[str, str], quiet_queue: None, register: Callable[..., str]
 ) -> None:
     from workers.lifecycle import claim
 
     client = TestClient(app)
     headers = {"Authorization": f"Bearer {team_token[1]}"}
+    register(slots=4)  # room for every run: only the cancellation keeps them unsent
     experiment_id = store(team_token[0], 3)
     with session_scope() as session:
         run_ids = list(session.scalars(select(Run.id).where(Run.experiment_id == experiment_id)))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ccbench.settings import REPO_ROOT
 
-PACKAGES = ("cli", "api", "workers", "ccbench", "schemas")
+PACKAGES = ("cli", "api", "workers", "scheduler", "ccbench", "schemas")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 

@@ -19,7 +19,7 @@ import yaml
 
 from ccbench.settings import REPO_ROOT
 from tests.hoststate import HostState
-from tests.services import free_port, purge_run_queue, run_cli
+from tests.services import cancel_leftover_runs, free_port, run_cli
 
 CCBENCH = [sys.executable, "-m", "cli"]
 
@@ -40,7 +40,7 @@ def test_api_worker_postgres_redis_as_separate_processes(tmp_path: Path, unique:
     assert "database at head" in cli("db", "upgrade")
     cli("admin", "create-team", f"prod-{unique}")
     token = cli("admin", "create-token", "--team", f"prod-{unique}").strip()
-    purge_run_queue()
+    cancel_leftover_runs()
     port = free_port()
     logs = {name: (tmp_path / f"{name}.log").open("w") for name in ("api", "worker")}
     processes = [
@@ -53,9 +53,9 @@ def test_api_worker_postgres_redis_as_separate_processes(tmp_path: Path, unique:
             start_new_session=True,
         ),
         subprocess.Popen(
-            [*CCBENCH, "worker", "--hostname", f"prod-{unique}@%h"],
+            [*CCBENCH, "worker"],
             cwd=REPO_ROOT,
-            env=server_env,
+            env={**server_env, "CCBENCH_WORKER_ID": f"prod-{unique}"},
             stdout=logs["worker"],
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ccbench import jobs, rundir
+from ccbench import jobs, rundir, workerpool
 from ccbench.analysis.run import RunAnalysis, analyze_run
 from ccbench.db.models import Experiment, FlowResult, Run, RunSeries, utcnow
 from ccbench.db.runs import heartbeat, refresh_experiment_status, transition
@@ -33,7 +32,6 @@ from workers.testbeds.registry import TestbedContext, testbed_for
 
 log = logging.getLogger(__name__)
 
-WORKER_ID = f"{socket.gethostname()}:{threading.get_native_id()}"
 
 # Sandbox phases and the run state each one starts.
 PHASE_STATES = {
@@ -168,9 +166,11 @@ class Monitor:
                 }
 
 
-def execute(run_id: str, worker_id: str = WORKER_ID) -> str:
-    """Run one run to a final state. Returns the final status (or 'skipped')."""
+def execute(run_id: str, worker_id: str | None = None) -> str:
+    """Run one run to a final state (as `worker_id`, default this worker's registered id).
+    Returns the final status (or 'skipped')."""
     settings = get_settings()
+    worker_id = worker_id or workerpool.worker_id(settings)
     c = claim(run_id, worker_id, settings)
     if c is None:
         log.info("run %s is not queued: redelivered or cancelled task, nothing to do", run_id)

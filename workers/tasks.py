@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from celery.signals import worker_init, worker_ready
+from celery.signals import worker_init, worker_ready, worker_shutdown
 
 from ccbench.jobs import EXECUTE_RUN
 from workers.celery_app import app
@@ -36,9 +36,30 @@ def _private_files(**_kwargs: Any) -> None:
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
-def _start_upkeep(**_kwargs: Any) -> None:
+def _register_and_start_upkeep(**_kwargs: Any) -> None:
+    """Register what this worker can run, then keep it registered (heartbeat), reap dead
+    workers' runs and dispatch queued ones in the upkeep thread."""
+    from ccbench import workerpool
+    from ccbench.db.session import session_scope
     from ccbench.reaper import reap_stale_runs
+    from ccbench.settings import get_settings
     from ccbench.upkeep import start_upkeep_thread
+    from ccbench.version import CCBENCH_VERSION
+    from workers.capabilities import probe_capabilities
 
+    settings = get_settings()
+    capabilities = probe_capabilities(settings)
+    with session_scope() as session:
+        workerpool.register(session, workerpool.worker_id(settings), settings.worker_pool,
+                            capabilities, slots=1, version=CCBENCH_VERSION)  # fmt: skip
     reap_stale_runs()
-    start_upkeep_thread()
+    start_upkeep_thread(settings, worker=workerpool.worker_id(settings))
+
+
+@worker_shutdown.connect  # type: ignore[untyped-decorator]
+def _deregister(**_kwargs: Any) -> None:
+    from ccbench import workerpool
+    from ccbench.db.session import session_scope
+
+    with session_scope() as session:
+        workerpool.stopped(session, workerpool.worker_id())

@@ -13,7 +13,8 @@ from ccbench.db.models import Experiment, ExperimentTag, Host, IdempotencyKey, R
 from ccbench.db.runs import cancel_queued, refresh_experiment_status
 from ccbench.errors import Conflict, NotFound, ValidationFailed
 from ccbench.runstate import ExperimentStatus, RunStatus
-from schemas import ExperimentSpec, SpecError, Submission, expand_submission
+from ccbench.workerpool import Requirements, refusal, requirements_of
+from schemas import ExperimentSpec, RunPoint, SpecError, Submission, expand_submission
 
 
 def _validation_failed(exc: SpecError) -> ValidationFailed:
@@ -62,6 +63,24 @@ def replayed(session: Session, team: Team, key: str, digest: str) -> Experiment 
     return session.get(Experiment, record.experiment_id)
 
 
+def _check_some_worker_can_run(session: Session, points: list[RunPoint]) -> None:
+    """Refuse a run no live worker could run (its pool, testbed, congestion controls, BPF
+    controllers, netem): it would otherwise fail later, once per matrix run. Points that
+    differ only in other ways share the answer, so each distinct need is asked once."""
+    asked: dict[Requirements, str | None] = {}
+    errors = []
+    for point in points:
+        needs = requirements_of(point.spec)
+        if needs not in asked:
+            asked[needs] = refusal(session, point.spec)
+            if asked[needs] is not None:
+                where = ", ".join(f"{k}={v!r}" for k, v in point.axis_values.items())
+                errors.append({"field": "testbed" + (f" (point {where})" if where else ""),
+                               "reason": str(asked[needs])})  # fmt: skip
+    if errors:
+        raise ValidationFailed.of(errors, "invalid submission")
+
+
 def create_experiment(
     session: Session,
     team: Team,
@@ -86,6 +105,7 @@ def create_experiment(
     except SpecError as exc:
         raise _validation_failed(exc) from exc
     _check_hosts_registered(session, team, [point.spec for point in points])
+    _check_some_worker_can_run(session, points)
 
     experiment = Experiment(
         team_id=team.id,

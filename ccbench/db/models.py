@@ -143,6 +143,8 @@ class Run(Base):
     # When a queued run's message was last sent to the broker (ccbench.dispatch); None: it has
     # none yet, so a dispatcher sends it (after a crash at any instant, within seconds).
     dispatched_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    # The worker whose queue got that message (ccbench.workerpool).
+    dispatched_to: Mapped[str | None] = mapped_column(String(120))
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(200))
     heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
@@ -163,6 +165,24 @@ class Run(Base):
     )
 
     __table_args__ = (Index("ix_runs_experiment_order", "experiment_id", "order_index"),)
+
+
+class Worker(Base):
+    """A worker process as it registered (ccbench.workerpool): live while it heartbeats."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(120), primary_key=True)
+    pool: Mapped[str] = mapped_column(String(63), index=True)
+    # ccbench.workerpool.Capabilities: testbeds, congestion_controls, bpf, netem, nfqueue.
+    capabilities: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    slots: Mapped[int] = mapped_column(Integer, default=1)  # runs it executes at once
+    version: Mapped[str] = mapped_column(String(64), default="")
+    host: Mapped[str] = mapped_column(String(255), default="")
+    pid: Mapped[int] = mapped_column(Integer, default=0)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    stopped_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
 
 class IdempotencyKey(Base):

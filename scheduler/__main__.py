@@ -1,0 +1,5 @@
+import sys
+
+from scheduler.main import main
+
+sys.exit(main())
