@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ccbench.analysis import metrics as m
+
 MAGIC = b"CCBLINK1"
 RECORD = np.dtype(
     [
@@ -105,6 +107,10 @@ def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[A
     return header, count, chunks()
 
 
+def _seconds(microseconds: float | None) -> float | None:
+    return microseconds / 1e6 if microseconds is not None else None
+
+
 def queue_metrics_from_file(
     path: Path,
     start_s: float,
@@ -153,10 +159,8 @@ class _PerFlow:
             {
                 "arrivals": float(self.arrivals[i]),
                 "drops": float(self.drops[i]),
-                "loss_rate": self.drops[i] / self.arrivals[i] if self.arrivals[i] else None,
-                "queue_delay_mean_s": self.wait_sum[i] / self.wait_count[i] / 1e6
-                if self.wait_count[i]
-                else None,
+                "loss_rate": m.loss_rate(self.drops[i], self.arrivals[i]),
+                "queue_delay_mean_s": _seconds(m.mean_of(self.wait_sum[i], self.wait_count[i])),
             }
             for i in range(self.n)
         ]
@@ -179,11 +183,13 @@ def queue_metrics(
     counts its buffer); queue_mean_pkts is its time average over the window, i.e.
     sum_i |[max(a_i, w0), min(d_i, w1)]| / (w1 - w0) over forwarded packets i; the queue peaks
     right after an arrival, at the length it saw plus itself; queueing delay of a packet =
-    departure - arrival - its own transmission time at capacity_bps. Timing fidelity: release
-    lateness = release - departure - delay; spacing error = |release gap - departure gap| of
-    back-to-back packets (the next arrived before the previous one had left). With `senders`
-    (each flow's sender address and port, or None), also per flow: arrivals, drops, loss rate
-    and mean queueing delay of its packets that arrived in the window (`per_flow`)."""
+    departure - arrival - its own transmission time at capacity_bps; utilization counts the
+    IP length of the packets that departed in the window (the formulas: `metrics`). Timing
+    fidelity: release lateness = release - departure - delay; spacing error = |release gap -
+    departure gap| of back-to-back packets (the next arrived before the previous one had
+    left). With `senders` (each flow's sender address and port, or None), also per flow:
+    arrivals, drops, loss rate and mean queueing delay of its packets that arrived in the
+    window (`per_flow`)."""
     w0, w1 = int(start_s * 1e6), int(end_s * 1e6)
     window_s = (w1 - w0) / 1e6
     arrivals = drops = full_drops = 0
@@ -238,7 +244,7 @@ def queue_metrics(
             max_queue = peak if max_queue is None else max(max_queue, peak)
             peak_b = float((fw["qlen_bytes"][arrived].astype(np.int64) + fw["len"][arrived]).max())
             max_bytes = peak_b if max_bytes is None else max(max_bytes, peak_b)
-            waits = (d - a)[arrived] - length[arrived] * 8e6 / capacity_bps
+            waits = m.queueing_delay_us((d - a)[arrived], length[arrived], capacity_bps)
             wait_sum += float(waits.sum())
             wait_count += int(np.count_nonzero(arrived))
             if per_flow is not None:
@@ -270,15 +276,15 @@ def queue_metrics(
         begin += len(chunk)
     order = np.argsort(sample_t, kind="stable")
     return {
-        "utilization": 8 * sent_bytes / (capacity_bps * window_s) if window_s > 0 else None,
-        "queue_mean_pkts": queue_integral / (w1 - w0) if w1 > w0 else None,
+        "utilization": m.utilization(sent_bytes, window_s, capacity_bps),
+        "queue_mean_pkts": m.time_mean(queue_integral, w1 - w0),
         "queue_max_pkts": max_queue,
         "queue_max_bytes": max_bytes,
-        "queue_delay_mean_s": wait_sum / wait_count / 1e6 if wait_count else None,
+        "queue_delay_mean_s": _seconds(m.mean_of(wait_sum, wait_count)),
         "drops": drops,
         "full_drops": full_drops,
-        "loss_rate": drops / arrivals if arrivals else None,
-        "busy_rate_bps": 8e6 * busy_bytes / busy_us if busy_us >= 1e6 else None,
+        "loss_rate": m.loss_rate(drops, arrivals),
+        "busy_rate_bps": m.rate_bps_us(busy_bytes, busy_us) if busy_us >= 1e6 else None,
         "spacing_error_us_p99": spacing.percentile(99),
         "release_late_us_mean": late.mean(),
         "release_late_us_p50": late.percentile(50),
