@@ -9,7 +9,7 @@ import json
 import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -107,6 +107,44 @@ def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[A
     return header, count, chunks()
 
 
+class LogFlow(TypedDict):
+    """One flow's packets at the bottleneck (`queue_metrics`'s `per_flow`)."""
+
+    arrivals: float
+    drops: float
+    loss_rate: float | None
+    queue_delay_mean_s: float | None
+
+
+class LogSeries(TypedDict):
+    """The down-sampled queue: each sampled arrival's time (Unix s), the queue it found (plus
+    itself when it joined) and the drops so far."""
+
+    ts: list[float]
+    qlen_pkts: list[int]
+    drops: list[int]
+
+
+class LogQueueMetrics(TypedDict):
+    """What `queue_metrics` computes from the packet log (see there)."""
+
+    utilization: float | None
+    queue_mean_pkts: float | None
+    queue_max_pkts: float | None
+    queue_max_bytes: float | None
+    queue_delay_mean_s: float | None
+    drops: int
+    full_drops: int
+    loss_rate: float | None
+    busy_rate_bps: float | None
+    spacing_error_us_p99: float | None
+    release_late_us_mean: float | None
+    release_late_us_p50: float | None
+    release_late_us_p99: float | None
+    per_flow: list[LogFlow] | None
+    series: LogSeries
+
+
 def _seconds(microseconds: float | None) -> float | None:
     return microseconds / 1e6 if microseconds is not None else None
 
@@ -117,7 +155,7 @@ def queue_metrics_from_file(
     end_s: float,
     capacity_bps: float,
     senders: list[tuple[str, int] | None] | None = None,
-) -> dict[str, Any]:
+) -> LogQueueMetrics:
     """queue_metrics over a log file, streamed; the scheduled delay (lateness is measured
     against it) is the emulator's configured delay plus half its jitter, from the header."""
     header, count, chunks = iter_chunks(path)
@@ -154,7 +192,7 @@ class _PerFlow:
         at = np.clip(np.searchsorted(self.keys, key), 0, len(self.keys) - 1)
         return np.where(self.keys[at] == key, self.index[at], self.n)
 
-    def result(self) -> list[dict[str, float | None]]:
+    def result(self) -> list[LogFlow]:
         return [
             {
                 "arrivals": float(self.arrivals[i]),
@@ -175,7 +213,7 @@ def queue_metrics(
     series_points: int = 2000,
     total: int | None = None,
     senders: list[tuple[str, int] | None] | None = None,
-) -> dict[str, Any]:
+) -> LogQueueMetrics:
     """Exact bottleneck metrics over the window [start_s, end_s) (Unix seconds), streaming over
     the log in chunks.
 
