@@ -38,7 +38,6 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     sent = [list(read_jsonl(run_dir / rundir.sender_log(i))) for i in range(n)]
     received = [list(read_jsonl(run_dir / rundir.receiver_log(i))) for i in range(n)]
     provenance = Provenance.read(run_dir / rundir.PROVENANCE)
-    real_path = not spec.links  # hosts testbed without a router: nothing emulated
     to_sender_clock(received, provenance)
     logs = [FlowLogs.of(s, r) for s, r in zip(sent, received, strict=True)]
 
@@ -62,12 +61,12 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     aggregate = flows.aggregate(spec, analyzed, bottleneck, over_time.convergence_time_s)
     flow_metrics = [f.metrics for f in analyzed]
     min_rtts = [r for f in analyzed for r in f.min_rtts_s]
-    if real_path:
-        applied, found = checks.real_path_conditions(spec, provenance, min_rtts)
-    else:
+    if bottleneck.observed:
         applied, found = checks.emulated_conditions(
             spec, provenance, bottleneck, min_rtts, flow_metrics
         )
+    else:
+        applied, found = checks.real_path_conditions(spec, provenance, min_rtts)
     return RunAnalysis(
         flow_metrics, RunResult(aggregate=aggregate, applied=applied, checks=found), series
     )
@@ -82,7 +81,7 @@ def _queue(
     analyzed: list[flows.FlowAnalysis],
 ) -> queue.QueueMetrics:
     """The forward bottleneck's queue: the emulator's packet log, the sampled qdisc, or
-    nothing observable on a real path."""
+    nothing observable on a real path (the hosts testbed without a router: no link)."""
     if not spec.links:
         return queue.UNOBSERVED
     if provenance.emulated:
