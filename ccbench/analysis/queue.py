@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ccbench import rundir
 from ccbench.analysis import metrics as m
 from ccbench.analysis.logs import AnalysisError, Line
 from ccbench.analysis.metrics import Window
@@ -109,7 +110,7 @@ def from_emulator_log(
 def _buffer_leaf(qdisc: Sequence[Line]) -> list[Line]:
     leaves = [q for q in qdisc if q.get("type") == "qdisc" and q["kind"] in BUFFER_LEAF_KINDS]
     if not leaves:
-        raise AnalysisError("qdisc.jsonl has no pfifo/bfifo buffer samples")
+        raise AnalysisError(f"{rundir.QDISC} has no pfifo/bfifo buffer samples")
     return leaves
 
 
