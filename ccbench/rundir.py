@@ -26,12 +26,12 @@ def attempt_dir(runs_dir: Path, run_id: str, attempt: int) -> Path:
     return runs_dir / run_id / f"attempt-{attempt}"
 
 
-def sender_log(flow: int) -> str:
-    """The sender agent's JSON lines of flow `flow` (0-based)."""
+def sender_log(flow: int | str) -> str:
+    """The sender agent's JSON lines of flow `flow` (0-based; "*" for a pattern)."""
     return f"flow-{flow}.send.jsonl"
 
 
-def receiver_log(flow: int) -> str:
+def receiver_log(flow: int | str) -> str:
     return f"flow-{flow}.recv.jsonl"
 
 

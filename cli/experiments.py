@@ -14,10 +14,11 @@ import yaml
 
 from cli.client import Client, ClientError, client
 from cli.render import fmt, print_report, run_line
+from schemas.metrics import KEY_METRICS
 
 FINAL_EXPERIMENT = {"done", "failed", "cancelled"}
-# Metrics drawn against the matrix axes by `report --plot`.
-PLOTTED_METRICS = ("utilization", "goodput_bps", "jain_index", "queue_mean_pkts", "power")
+# Metrics drawn against the matrix axes by `report --plot`: the key metrics.
+PLOTTED_METRICS = tuple(m.name for m in KEY_METRICS)
 
 
 def _load_file(path: Path) -> Any:

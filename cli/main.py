@@ -10,6 +10,7 @@ from pathlib import Path
 from ccbench.settings import private_files
 from cli import experiments, hosts, local, tokens
 from cli.client import ClientError
+from schemas.metrics import metrics_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,7 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="one aggregate metric against a matrix axis, a series per value of another"
     )
     compare.add_argument("id")
-    compare.add_argument("--metric", required=True, help="e.g. utilization, jain_index, power")
+    compare.add_argument(
+        "--metric",
+        required=True,
+        help="one of: " + ", ".join(m.name for m in metrics_of("aggregate")),
+    )
     compare.add_argument("--x", required=True, help="axis path, e.g. topology.bottleneck.buffer")
     compare.add_argument("--by", help="axis path, e.g. 'flows[*].algorithm'")
     compare.add_argument("--json", action="store_true")

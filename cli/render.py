@@ -4,19 +4,41 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas import AggregateMetrics
+from schemas.metrics import (
+    BIT_PER_S,
+    KEY_METRICS,
+    RUN_LINE_AGGREGATE,
+    RUN_LINE_FLOW,
+    SECOND,
+    Metric,
+    display_unit,
+    metrics_of,
+)
+
+# Aggregate metrics a run has only sometimes (roles, several flows): shown when present.
+OPTIONAL_AGGREGATE = [
+    m for m in metrics_of("aggregate") if not AggregateMetrics.model_fields[m.name].is_required()
+]
+
 
 def fmt(value: Any, unit: str = "") -> str:
+    """A value of `unit` (a catalogue unit) as the CLI prints it."""
     if value is None:
         return "-"
+    if isinstance(value, float) or (isinstance(value, int) and unit == BIT_PER_S):
+        symbol, factor = display_unit(unit)
+        if unit == BIT_PER_S:
+            return f"{value * factor:.3f} {symbol}"
+        if unit == SECOND:
+            return f"{value * factor:.1f} {symbol}"
     if isinstance(value, float):
-        if unit == "bps":
-            return f"{value / 1e6:.3f} Mbit/s"
-        if unit == "s":
-            return f"{value * 1000:.1f} ms"
         return f"{value:.4g}"
-    if isinstance(value, int) and unit == "bps":
-        return f"{value / 1e6:.3f} Mbit/s"
     return str(value)
+
+
+def _pairs(values: dict[str, Any], metrics: list[Metric]) -> str:
+    return "  ".join(f"{m.name}={fmt(values.get(m.name), m.unit)}" for m in metrics)
 
 
 def run_line(run: dict[str, Any], total: int) -> str:
@@ -43,40 +65,13 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"  error: {run['error']}")
         for flow in run.get("flows", []):
             print(
-                f"  flow {flow['flow']} {flow['algorithm']:<8} goodput_bps="
-                f"{fmt(flow.get('goodput_bps'), 'bps')}  rtt_mean_s="
-                f"{fmt(flow.get('rtt_mean_s'), 's')}  retransmits={fmt(flow.get('retransmits'))}"
-                f"  queue_delay_mean_s={fmt(flow.get('queue_delay_mean_s'), 's')}"
-                f"  loss_rate={fmt(flow.get('loss_rate'))}"
+                f"  flow {flow['flow']} {flow['algorithm']:<8} " + _pairs(flow, list(RUN_LINE_FLOW))
             )
         aggregate = run.get("aggregate") or {}
         if aggregate:
-            units = {"goodput_bps": "bps", "rtt_mean_s": "s", "queue_delay_mean_s": "s"}
-            keys = [
-                "utilization",
-                "jain_index",
-                "queue_mean_pkts",
-                "power",
-                "drops",
-                "goodput_bps",
-                "rtt_mean_s",
-            ]
-            # Shown when the run has them (roles, several flows).
-            optional = [
-                "normalized_fairness",
-                "friendliness_ratio",
-                "equivalence_ratio",
-                "fc_ratio",
-                "convergence_time_s",
-            ]
-            keys += [k for k in optional if aggregate.get(k) is not None]
-            units["convergence_time_s"] = "s"
-            print(
-                "  aggregate: "
-                + "  ".join(
-                    f"{k}={fmt(aggregate.get(k), units.get(k, ''))}" for k in keys if k in aggregate
-                )
-            )
+            listed = [*RUN_LINE_AGGREGATE]
+            listed += [m for m in OPTIONAL_AGGREGATE if aggregate.get(m.name) is not None]
+            print("  aggregate: " + _pairs(aggregate, [m for m in listed if m.name in aggregate]))
         applied = run.get("applied") or {}
         if applied:
             buffer = (
@@ -85,12 +80,12 @@ def print_report(report: dict[str, Any]) -> None:
                 else f"{applied.get('buffer_bytes')} B"
             )
             print(
-                f"  applied: {fmt(applied['rate_bps'], 'bps')}, "
-                f"{fmt(applied['delay_s'], 's')} one way "
-                f"(base RTT {fmt(applied['base_rtt_s'], 's')}), "
+                f"  applied: {fmt(applied['rate_bps'], BIT_PER_S)}, "
+                f"{fmt(applied['delay_s'], SECOND)} one way "
+                f"(base RTT {fmt(applied['base_rtt_s'], SECOND)}), "
                 f"buffer {buffer}, delay via {applied.get('delay_mechanism')}; measured: min RTT "
-                f"{fmt(applied.get('measured_min_rtt_s'), 's')}, bottleneck "
-                f"{fmt(applied.get('measured_rate_bps'), 'bps')} while backlogged"
+                f"{fmt(applied.get('measured_min_rtt_s'), SECOND)}, bottleneck "
+                f"{fmt(applied.get('measured_rate_bps'), BIT_PER_S)} while backlogged"
             )
         for check in run.get("checks") or []:
             mark = "ok " if check.get("ok") else "FAIL"
@@ -102,7 +97,7 @@ def print_report(report: dict[str, Any]) -> None:
             axes = " ".join(f"{k}={v}" for k, v in group["axis_values"].items())
             metrics = group.get("metrics", {})
             shown = []
-            for name in ("goodput_bps", "utilization", "jain_index", "queue_mean_pkts", "power"):
+            for name in (m.name for m in KEY_METRICS):
                 if f"{name}_median" in metrics:
                     shown.append(
                         f"{name}={fmt(metrics[f'{name}_median'])}±{fmt(metrics.get(f'{name}_siqr'))}"

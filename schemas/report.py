@@ -1,5 +1,7 @@
-"""The report's JSON shape. Metric names and meanings are defined once, in
-`ccbench.analysis.metrics`; every value is in SI base units."""
+"""The report's JSON shape. Every metric field's name, unit (SI, the stored value's) and
+description come from the metric catalogue, `schemas/metrics.py`; the formulas are in
+`ccbench.analysis.metrics`. tests/test_schemas.py fails when the models and the catalogue
+disagree."""
 
 from __future__ import annotations
 
@@ -7,49 +9,46 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from schemas.metrics import metric_field
+
+# What identifies a flow in FlowMetrics, beside its metrics.
+FLOW_KEYS = ("flow", "algorithm", "direction")
+
 
 class FlowMetrics(BaseModel):
     flow: int
     algorithm: str
-    goodput_bps: float | None = Field(description="application bytes received per second x 8")
-    throughput_bps: float | None = Field(description="bytes sent (incl. retransmissions) x 8 / s")
-    rtt_mean_s: float | None
-    rtt_p95_s: float | None
-    rtt_min_s: float | None
-    retransmits: int | None
-    bytes_received: int
+    goodput_bps: float | None = metric_field("goodput_bps", "flow")
+    throughput_bps: float | None = metric_field("throughput_bps", "flow")
+    rtt_mean_s: float | None = metric_field("rtt_mean_s", "flow")
+    rtt_p95_s: float | None = metric_field("rtt_p95_s", "flow")
+    rtt_min_s: float | None = metric_field("rtt_min_s", "flow")
+    retransmits: int | None = metric_field("retransmits", "flow")
+    bytes_received: int = metric_field("bytes_received", "flow")
     direction: str = Field("forward", description="reverse: reverse-path traffic")
-    queue_delay_mean_s: float | None = Field(
-        None, description="mean wait of the flow's packets in the bottleneck queue (emulator log)"
-    )
-    loss_rate: float | None = Field(
-        None, description="the flow's packets dropped at the bottleneck / arrived (emulator log)"
-    )
+    queue_delay_mean_s: float | None = metric_field("queue_delay_mean_s", "flow", None)
+    loss_rate: float | None = metric_field("loss_rate", "flow", None)
 
 
 class AggregateMetrics(BaseModel):
     """The forward bottleneck: reverse-path flows are left out of the aggregates."""
 
-    goodput_bps: float | None = Field(description="sum of the flows' goodput")
-    throughput_bps: float | None
-    utilization: float | None = Field(description="0-1: goodput over the bottleneck rate")
-    jain_index: float | None
-    rtt_mean_s: float | None
-    queue_mean_pkts: float | None
-    queue_max_pkts: float | None
-    queue_delay_mean_s: float | None
-    drops: int | None
-    loss_rate: float | None
-    power: float | None = Field(description="goodput_bps / rtt_mean_s (bit/s per s, seed 000)")
-    normalized_fairness: float | None = Field(
-        None, description="Jain's index of goodput x mean RTT (flows with different RTTs)"
-    )
-    friendliness_ratio: float | None = Field(None, description="F: candidates vs references")
-    equivalence_ratio: float | None = Field(None, description="E = max(F, 1/F)")
-    fc_ratio: float | None = Field(None, description="max/min goodput among candidates")
-    convergence_time_s: float | None = Field(
-        None, description="until every flow stays within the band around an equal share"
-    )
+    goodput_bps: float | None = metric_field("goodput_bps", "aggregate")
+    throughput_bps: float | None = metric_field("throughput_bps", "aggregate")
+    utilization: float | None = metric_field("utilization", "aggregate")
+    jain_index: float | None = metric_field("jain_index", "aggregate")
+    rtt_mean_s: float | None = metric_field("rtt_mean_s", "aggregate")
+    queue_mean_pkts: float | None = metric_field("queue_mean_pkts", "aggregate")
+    queue_max_pkts: float | None = metric_field("queue_max_pkts", "aggregate")
+    queue_delay_mean_s: float | None = metric_field("queue_delay_mean_s", "aggregate")
+    drops: int | None = metric_field("drops", "aggregate")
+    loss_rate: float | None = metric_field("loss_rate", "aggregate")
+    power: float | None = metric_field("power", "aggregate")
+    normalized_fairness: float | None = metric_field("normalized_fairness", "aggregate", None)
+    friendliness_ratio: float | None = metric_field("friendliness_ratio", "aggregate", None)
+    equivalence_ratio: float | None = metric_field("equivalence_ratio", "aggregate", None)
+    fc_ratio: float | None = metric_field("fc_ratio", "aggregate", None)
+    convergence_time_s: float | None = metric_field("convergence_time_s", "aggregate", None)
 
 
 class AppliedConditions(BaseModel):

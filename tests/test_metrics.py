@@ -58,3 +58,39 @@ def test_convergence_time() -> None:
     # Within 20% of 5 from t=3 on: converged 2 s after the first sample.
     assert m.convergence_time(times, rates, 5.0) == pytest.approx(2.0)
     assert m.convergence_time(times, [[9.0, 1.0]] * 5, 5.0) is None
+
+
+def test_utilization_of_a_real_path_is_nominal() -> None:
+    # Goodput over the nominal rate, at most 1; unknown without a rate or a goodput.
+    assert m.nominal_utilization(5e6, 10e6) == pytest.approx(0.5)
+    assert m.nominal_utilization(12e6, 10e6) == 1.0
+    assert m.nominal_utilization(5e6, None) is None and m.nominal_utilization(None, 10e6) is None
+
+
+def test_windows_counters_and_totals() -> None:
+    window = m.Window(10.0, 12.0)
+    assert window.seconds == 2.0 and 10.0 not in window and 12.0 in window
+    # A counter sampled before and inside the window: last inside - last at or before start.
+    samples = [(9.0, 100.0), (10.0, 150.0), (11.0, 400.0), (12.0, 650.0), (13.0, 900.0)]
+    assert m.increase(samples, window) == 500.0
+    assert m.increase([(11.0, 7.0)], window) == 0.0  # one sample inside, none before
+    assert m.increase([(13.0, 7.0)], window) == 0.0
+    assert m.total([1.0, None, 2.5]) == 3.5 and m.total([None]) is None
+
+
+def test_streamed_means_and_the_emulators_units() -> None:
+    assert m.mean_of(6.0, 4) == 1.5 and m.mean_of(0.0, 0) is None
+    # Queue of 2 packets for 3 s, 0 for 1 s: time average 1.5 packets.
+    assert m.time_mean(2 * 3.0, 4.0) == 1.5 and m.time_mean(1.0, 0.0) is None
+    # 1500 bytes at 12 Mbit/s take 1000 µs: 3000 µs at the bottleneck is 2000 µs of waiting.
+    assert m.queueing_delay_us(3000.0, 1500.0, 12e6) == pytest.approx(2000.0)
+    assert m.rate_bps_us(1500, 1000) == pytest.approx(12e6) and m.rate_bps_us(1, 0) is None
+    assert m.transmission_time_s(1500, 12e6) == pytest.approx(0.001)
+
+
+def test_convergence_to_an_equal_share_of_each_interval() -> None:
+    # Intervals of 1 s ending at 1..4 s; two flows settle within 20% of their equal share from
+    # the third interval on, which starts 2 s after the run's start.
+    rates = [[9.0, 1.0], [8.0, 2.0], [5.5, 4.5], [4.0, 4.4]]
+    assert m.share_convergence_time([1.0, 2.0, 3.0, 4.0], rates, 1.0, 0.2) == pytest.approx(2.0)
+    assert m.share_convergence_time([1.0, 2.0], [[9.0, 1.0]] * 2, 1.0, 0.2) is None

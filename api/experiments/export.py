@@ -13,7 +13,13 @@ from pydantic import BaseModel
 
 from ccbench.analysis.metrics import median, siqr
 from ccbench.errors import ValidationFailed
-from schemas import AggregateMetrics, ExperimentReport
+from schemas import ExperimentReport, FlowMetrics
+from schemas.metrics import metrics_of
+
+# Metric columns, named as the metrics, in the catalogue's order (a flow's direction stays
+# where the report model has it, between its metrics).
+AGGREGATE_COLUMNS = [m.name for m in metrics_of("aggregate")]
+FLOW_COLUMNS = [name for name in FlowMetrics.model_fields if name not in ("flow", "algorithm")]
 
 Table = Literal["runs", "flows", "series"]
 # A run's stored series by name, each {"t_s": [...], "<column>": [...]}.
@@ -51,28 +57,22 @@ def export_rows(
                     )
         return columns, rows
     if table == "runs":
-        metrics = list(AggregateMetrics.model_fields)
-        columns = ["run_id", "status", "point_index", "repetition", "seed", *axes, *metrics]
+        columns = ["run_id", "status", "point_index", "repetition", "seed", *axes,
+                   *AGGREGATE_COLUMNS]  # fmt: skip
         for run in report.runs:
             values = run.aggregate.model_dump() if run.aggregate else {}
             rows.append([run.run_id, run.status, run.point_index, run.repetition, run.seed,
                          *(_axis_text(run.axis_values.get(a)) for a in axes),
-                         *(values.get(k) for k in metrics)])  # fmt: skip
+                         *(values.get(k) for k in AGGREGATE_COLUMNS)])  # fmt: skip
         return columns, rows
-    flow_columns: list[str] = []
-    for run in report.runs:
-        for flow in run.flows:
-            for key in flow.model_dump():
-                if key not in flow_columns and key not in ("flow", "algorithm"):
-                    flow_columns.append(key)
     columns = ["run_id", "status", "point_index", "repetition", *axes, "flow", "algorithm",
-               *flow_columns]  # fmt: skip
+               *FLOW_COLUMNS]  # fmt: skip
     for run in report.runs:
         for flow in run.flows:
             values = flow.model_dump()
             row: list[Any] = [run.run_id, run.status, run.point_index, run.repetition]
             row += [_axis_text(run.axis_values.get(a)) for a in axes]
-            row += [flow.flow, flow.algorithm, *(values.get(c) for c in flow_columns)]
+            row += [flow.flow, flow.algorithm, *(values.get(c) for c in FLOW_COLUMNS)]
             rows.append(row)
     return columns, rows
 
@@ -137,9 +137,9 @@ def compare(report: ExperimentReport, metric: str, x: str, by: str | None) -> Co
     """`metric` (an aggregate metric) against axis `x`, one series per value of axis `by`,
     median and SIQR over the finished repetitions of each point."""
     errors = []
-    if metric not in AggregateMetrics.model_fields:
+    if metric not in AGGREGATE_COLUMNS:
         errors.append({"field": "metric", "reason": f"unknown metric {metric!r}; one of: "
-                       + ", ".join(AggregateMetrics.model_fields)})  # fmt: skip
+                       + ", ".join(AGGREGATE_COLUMNS)})  # fmt: skip
     for name, axis in (("x", x), ("by", by)):
         if axis is not None and axis not in report.axes:
             errors.append({"field": name, "reason": f"{axis!r} is not an axis of this "

@@ -13,13 +13,13 @@ from ccbench.analysis.metrics import median, siqr
 from ccbench.db.models import Experiment, FlowResult, Run
 from ccbench.runstate import RunStatus
 from schemas import (
-    AggregateMetrics,
     ExperimentReport,
     FlowMetrics,
     GroupReport,
     RunReport,
     RunResult,
 )
+from schemas.metrics import metrics_of
 
 
 def run_report(run: Run, flows: list[FlowResult]) -> RunReport:
@@ -51,7 +51,7 @@ def group_reports(runs: list[RunReport]) -> list[GroupReport]:
         members = by_point[point_index]
         done = [r for r in members if r.status == RunStatus.done.value and r.aggregate]
         metrics: dict[str, float | None] = {}
-        for name in AggregateMetrics.model_fields:
+        for name in (m.name for m in metrics_of("aggregate")):
             values = [
                 float(v)
                 for r in done

@@ -31,8 +31,8 @@ from ccbench.plots.model import comparison_figure_data, run_figure_data
 from ccbench.plots.web import plotly_figure
 from ccbench.teams import authenticate
 from ccbench.version import CCBENCH_VERSION
-from schemas import AggregateMetrics
 from schemas.limits import NAME_MAX
+from schemas.metrics import KEY_METRICS, display_unit, heading, metrics_of
 
 COOKIE = "ccbench_token"
 HERE = Path(__file__).parent
@@ -40,6 +40,15 @@ STATIC = HERE / "static"
 templates = Jinja2Templates(directory=HERE / "templates")
 templates.env.globals["version"] = CCBENCH_VERSION
 templates.env.filters["quoted"] = lambda value: quote(str(value), safe="")  # query values
+# Metrics (schemas/metrics.py): a column title with the unit shown, and the factor to show a
+# value in that unit.
+templates.env.filters["heading"] = heading
+templates.env.filters["factor"] = lambda metric: display_unit(metric.unit)[1]
+templates.env.globals.update(
+    key_metrics=KEY_METRICS,
+    flow_metrics=metrics_of("flow"),
+    aggregate_metrics=metrics_of("aggregate"),
+)
 # Scripts only from our own origin (no inline script: figure data travels as JSON elements).
 # Plotly sets inline styles, hence 'unsafe-inline' for styles only.
 SECURITY_HEADERS = {
@@ -188,7 +197,7 @@ def experiment_page(
         runs=runs,
         reports={r.run_id: r for r in report.runs},
         status_counts=repository.status_counts(session, experiment.id),
-        metrics=list(AggregateMetrics.model_fields),
+        metrics=metrics_of("aggregate"),
         metric=metric,
         x=x,
         by=by,

@@ -1,1 +1,3 @@
-"""Turning a run's raw agent logs into metrics (`metrics`: the formulas) and reports (`run`)."""
+"""Turning a run's raw agent logs into metrics and reports: the formulas in `metrics`, a run's
+analysis in `run` (which reads the logs through `logs` and calls `flows`, `queue`, `checks`
+and `series`)."""

@@ -9,10 +9,12 @@ import json
 import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
+
+from ccbench.analysis import metrics as m
 
 MAGIC = b"CCBLINK1"
 RECORD = np.dtype(
@@ -105,13 +107,55 @@ def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[A
     return header, count, chunks()
 
 
+class LogFlow(TypedDict):
+    """One flow's packets at the bottleneck (`queue_metrics`'s `per_flow`)."""
+
+    arrivals: float
+    drops: float
+    loss_rate: float | None
+    queue_delay_mean_s: float | None
+
+
+class LogSeries(TypedDict):
+    """The down-sampled queue: each sampled arrival's time (Unix s), the queue it found (plus
+    itself when it joined) and the drops so far."""
+
+    ts: list[float]
+    qlen_pkts: list[int]
+    drops: list[int]
+
+
+class LogQueueMetrics(TypedDict):
+    """What `queue_metrics` computes from the packet log (see there)."""
+
+    utilization: float | None
+    queue_mean_pkts: float | None
+    queue_max_pkts: float | None
+    queue_max_bytes: float | None
+    queue_delay_mean_s: float | None
+    drops: int
+    full_drops: int
+    loss_rate: float | None
+    busy_rate_bps: float | None
+    spacing_error_us_p99: float | None
+    release_late_us_mean: float | None
+    release_late_us_p50: float | None
+    release_late_us_p99: float | None
+    per_flow: list[LogFlow] | None
+    series: LogSeries
+
+
+def _seconds(microseconds: float | None) -> float | None:
+    return microseconds / 1e6 if microseconds is not None else None
+
+
 def queue_metrics_from_file(
     path: Path,
     start_s: float,
     end_s: float,
     capacity_bps: float,
     senders: list[tuple[str, int] | None] | None = None,
-) -> dict[str, Any]:
+) -> LogQueueMetrics:
     """queue_metrics over a log file, streamed; the scheduled delay (lateness is measured
     against it) is the emulator's configured delay plus half its jitter, from the header."""
     header, count, chunks = iter_chunks(path)
@@ -148,15 +192,13 @@ class _PerFlow:
         at = np.clip(np.searchsorted(self.keys, key), 0, len(self.keys) - 1)
         return np.where(self.keys[at] == key, self.index[at], self.n)
 
-    def result(self) -> list[dict[str, float | None]]:
+    def result(self) -> list[LogFlow]:
         return [
             {
                 "arrivals": float(self.arrivals[i]),
                 "drops": float(self.drops[i]),
-                "loss_rate": self.drops[i] / self.arrivals[i] if self.arrivals[i] else None,
-                "queue_delay_mean_s": self.wait_sum[i] / self.wait_count[i] / 1e6
-                if self.wait_count[i]
-                else None,
+                "loss_rate": m.loss_rate(self.drops[i], self.arrivals[i]),
+                "queue_delay_mean_s": _seconds(m.mean_of(self.wait_sum[i], self.wait_count[i])),
             }
             for i in range(self.n)
         ]
@@ -171,7 +213,7 @@ def queue_metrics(
     series_points: int = 2000,
     total: int | None = None,
     senders: list[tuple[str, int] | None] | None = None,
-) -> dict[str, Any]:
+) -> LogQueueMetrics:
     """Exact bottleneck metrics over the window [start_s, end_s) (Unix seconds), streaming over
     the log in chunks.
 
@@ -179,11 +221,13 @@ def queue_metrics(
     counts its buffer); queue_mean_pkts is its time average over the window, i.e.
     sum_i |[max(a_i, w0), min(d_i, w1)]| / (w1 - w0) over forwarded packets i; the queue peaks
     right after an arrival, at the length it saw plus itself; queueing delay of a packet =
-    departure - arrival - its own transmission time at capacity_bps. Timing fidelity: release
-    lateness = release - departure - delay; spacing error = |release gap - departure gap| of
-    back-to-back packets (the next arrived before the previous one had left). With `senders`
-    (each flow's sender address and port, or None), also per flow: arrivals, drops, loss rate
-    and mean queueing delay of its packets that arrived in the window (`per_flow`)."""
+    departure - arrival - its own transmission time at capacity_bps; utilization counts the
+    IP length of the packets that departed in the window (the formulas: `metrics`). Timing
+    fidelity: release lateness = release - departure - delay; spacing error = |release gap -
+    departure gap| of back-to-back packets (the next arrived before the previous one had
+    left). With `senders` (each flow's sender address and port, or None), also per flow:
+    arrivals, drops, loss rate and mean queueing delay of its packets that arrived in the
+    window (`per_flow`)."""
     w0, w1 = int(start_s * 1e6), int(end_s * 1e6)
     window_s = (w1 - w0) / 1e6
     arrivals = drops = full_drops = 0
@@ -238,7 +282,7 @@ def queue_metrics(
             max_queue = peak if max_queue is None else max(max_queue, peak)
             peak_b = float((fw["qlen_bytes"][arrived].astype(np.int64) + fw["len"][arrived]).max())
             max_bytes = peak_b if max_bytes is None else max(max_bytes, peak_b)
-            waits = (d - a)[arrived] - length[arrived] * 8e6 / capacity_bps
+            waits = m.queueing_delay_us((d - a)[arrived], length[arrived], capacity_bps)
             wait_sum += float(waits.sum())
             wait_count += int(np.count_nonzero(arrived))
             if per_flow is not None:
@@ -270,15 +314,15 @@ def queue_metrics(
         begin += len(chunk)
     order = np.argsort(sample_t, kind="stable")
     return {
-        "utilization": 8 * sent_bytes / (capacity_bps * window_s) if window_s > 0 else None,
-        "queue_mean_pkts": queue_integral / (w1 - w0) if w1 > w0 else None,
+        "utilization": m.utilization(sent_bytes, window_s, capacity_bps),
+        "queue_mean_pkts": m.time_mean(queue_integral, w1 - w0),
         "queue_max_pkts": max_queue,
         "queue_max_bytes": max_bytes,
-        "queue_delay_mean_s": wait_sum / wait_count / 1e6 if wait_count else None,
+        "queue_delay_mean_s": _seconds(m.mean_of(wait_sum, wait_count)),
         "drops": drops,
         "full_drops": full_drops,
-        "loss_rate": drops / arrivals if arrivals else None,
-        "busy_rate_bps": 8e6 * busy_bytes / busy_us if busy_us >= 1e6 else None,
+        "loss_rate": m.loss_rate(drops, arrivals),
+        "busy_rate_bps": m.rate_bps_us(busy_bytes, busy_us) if busy_us >= 1e6 else None,
         "spacing_error_us_p99": spacing.percentile(99),
         "release_late_us_mean": late.mean(),
         "release_late_us_p50": late.percentile(50),

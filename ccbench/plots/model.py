@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from schemas.metrics import DIMENSIONLESS, METRICS, SECOND, display_unit, heading
+
 Style = Literal["line", "step", "dashed", "markers", "errorbars"]
 
 # The time column of a controller-state series; every other column is a state variable.
@@ -77,8 +79,16 @@ def run_figure_data(run: dict[str, Any]) -> list[FigureData]:
                 traces.append(Trace(flow_label(flow), *points))
         return FigureData(name, title, "time (s)", ylabel, traces)
 
+    goodput = METRICS["goodput_bps"]
     figures.append(
-        per_flow("goodput", "goodput", "goodput", "goodput_bps", "goodput (Mbit/s)", 1e-6)
+        per_flow(
+            "goodput",
+            goodput.label,
+            "goodput",
+            goodput.name,
+            heading(goodput),
+            display_unit(goodput.unit)[1],
+        )
     )
     cwnd = per_flow("cwnd", "cwnd and ssthresh", "tcp_info", "cwnd_pkts", "cwnd (packets)")
     for flow in flows:
@@ -87,12 +97,15 @@ def run_figure_data(run: dict[str, Any]) -> list[FigureData]:
         if points:
             cwnd.traces.append(Trace(f"{flow_label(flow)} ssthresh", *points, style="dashed"))
     figures.append(cwnd)
-    figures.append(per_flow("rtt", "smoothed RTT", "tcp_info", "srtt_s", "smoothed RTT (ms)", 1e3))
+    # The sender's smoothed RTT samples (the series behind rtt_mean_s), in the unit RTTs show in.
+    rtt_unit, rtt_factor = display_unit(SECOND)
+    rtt_label = f"smoothed RTT ({rtt_unit})"
+    figures.append(per_flow("rtt", "smoothed RTT", "tcp_info", "srtt_s", rtt_label, rtt_factor))
 
-    scatter = FigureData("rtt_vs_cwnd", "RTT against cwnd", "cwnd (packets)", "smoothed RTT (ms)")
+    scatter = FigureData("rtt_vs_cwnd", "RTT against cwnd", "cwnd (packets)", rtt_label)
     for flow in flows:
         data = series.get(f"flow-{_index(flow)}.tcp_info") or {}
-        points = _points(data.get("cwnd_pkts") or [], data.get("srtt_s") or [], 1e3)
+        points = _points(data.get("cwnd_pkts") or [], data.get("srtt_s") or [], rtt_factor)
         if points:
             scatter.traces.append(Trace(flow_label(flow), *points, style="markers"))
     figures.append(scatter)
@@ -110,14 +123,15 @@ def run_figure_data(run: dict[str, Any]) -> list[FigureData]:
     figures.append(queue_figure)
 
     fairness = series.get("fairness") or {}
-    points = _points(fairness.get("t_s") or [], fairness.get("jain_index") or [])
+    jain = METRICS["jain_index"]
+    points = _points(fairness.get("t_s") or [], fairness.get(jain.name) or [])
     figures.append(
         FigureData(
             "fairness",
-            "Jain's index per interval",
+            f"{jain.label} per interval",
             "time (s)",
-            "Jain's fairness index",
-            [Trace("Jain's index", *points)] if points else [],
+            heading(jain),
+            [Trace(jain.label, *points)] if points else [],
             legend=False,
         )
     )
@@ -138,12 +152,17 @@ def run_figure_data(run: dict[str, Any]) -> list[FigureData]:
 
 
 def comparison_figure_data(comparison: dict[str, Any]) -> FigureData:
-    """GET /v1/experiments/{id}/compare: median with SIQR error bars, a series per `by` value."""
+    """GET /v1/experiments/{id}/compare: median with SIQR error bars, a series per `by` value,
+    in the metric's own (SI) unit."""
+    name = comparison["metric"]
+    metric = METRICS.get(name)
+    label = metric.label if metric else name
+    unit = f" ({metric.unit})" if metric and metric.unit != DIMENSIONLESS else ""
     figure = FigureData(
         "compare",
-        f"{comparison['metric']} against {comparison['x']}",
+        f"{label} against {comparison['x']}",
         comparison["x"],
-        f"{comparison['metric']} (median ± SIQR)",
+        f"{label}{unit}, median ± SIQR",
         categorical_x=True,
         legend=bool(comparison.get("by")),
     )

@@ -1,0 +1,215 @@
+"""Fidelity: what the testbed applied against what the spec asked for, and the checks that the
+configured network was really there (delay, rate, buffer, per-flow RTTs, the emulator's
+timing, the host's CPU, the receivers' clocks)."""
+
+from __future__ import annotations
+
+from ccbench.analysis import metrics as m
+from ccbench.analysis.logs import Provenance
+from ccbench.analysis.queue import EmulatorTiming, QueueMetrics
+from schemas import AppliedConditions, Check, ExperimentSpec, FlowMetrics
+
+# One full-size packet with its Ethernet header, as the bottleneck qdisc counts it.
+WIRE_PACKET_BYTES = 1514
+# Release lateness the emulator may show at p99 before its timing is suspect.
+EMULATOR_LATE_P99_US = 1000
+# Above this share of busy CPU the host itself may have shaped the results.
+HOST_CPU_BUSY_LIMIT = 0.9
+# Receivers' timestamps are moved to the sender's clock by the measured offset; beyond this
+# the offset's own error (half an ICMP round trip + 1 ms) could shift per-interval metrics.
+CLOCK_OFFSET_LIMIT_S = 0.01
+
+
+def emulated_conditions(
+    spec: ExperimentSpec,
+    provenance: Provenance,
+    queue: QueueMetrics,
+    min_rtts: list[float],
+    flows: list[FlowMetrics],
+) -> tuple[AppliedConditions, list[Check]]:
+    bottleneck = spec.bottleneck
+    buffer_pkts, buffer_bytes = bottleneck.buffer_limit()
+    applied = AppliedConditions(
+        rate_bps=bottleneck.rate,
+        delay_s=bottleneck.delay,
+        base_rtt_s=bottleneck.base_rtt_s,
+        buffer_pkts=buffer_pkts,
+        buffer_bytes=buffer_bytes,
+        delay_mechanism=provenance.delay_mechanism,
+        measured_min_rtt_s=min(min_rtts) if min_rtts else None,
+        measured_rate_bps=queue.busy_rate_bps,
+        ping_rtt_min_s=provenance.ping_rtt_min_s,
+        link_mechanism=provenance.link_mechanism,
+        queue_source="emulator_log" if provenance.emulated else "qdisc_sampling",
+    )
+    shortest_base_rtt = min(spec.base_rtt_s(i) for i in range(len(spec.flows)))
+    checks = _checks(applied, queue, shortest_base_rtt)
+    if len({round(spec.base_rtt_s(i), 9) for i in range(len(spec.flows))}) > 1:
+        checks.append(_per_flow_rtt(spec, flows))
+    if provenance.emulated:
+        checks.append(_emulator_timing(queue.timing))
+    if provenance.host_cpu_busy is not None:
+        checks.append(_host_cpu(provenance.host_cpu_busy, provenance.cpus))
+    clock = clock_check(spec, provenance)
+    if clock is not None:
+        checks.append(clock)
+    return applied, checks
+
+
+def real_path_conditions(
+    spec: ExperimentSpec, provenance: Provenance, min_rtts: list[float]
+) -> tuple[AppliedConditions, list[Check]]:
+    """A real path: nothing was applied; what was measured before the flows is reported."""
+    ping_min = provenance.ping_rtt_min_s
+    applied = AppliedConditions(
+        rate_bps=getattr(spec.topology, "rate", None),
+        delay_s=None,
+        base_rtt_s=ping_min,
+        buffer_pkts=None,
+        buffer_bytes=None,
+        delay_mechanism=None,
+        measured_min_rtt_s=min(min_rtts) if min_rtts else None,
+        measured_rate_bps=None,
+        ping_rtt_min_s=ping_min,
+        link_mechanism="none",
+        queue_source="none",
+    )
+    clock = clock_check(spec, provenance)
+    return applied, [clock] if clock is not None else []
+
+
+def clock_check(spec: ExperimentSpec, provenance: Provenance) -> Check | None:
+    """Hosts testbed: each receiver's clock offset to its sender was measured (ICMP
+    timestamps) and is small enough to trust the common start and the time series."""
+    if provenance.testbed != "hosts":
+        return None
+    parts, ok = [], True
+    for i in range(len(spec.flows)):
+        offset = provenance.clock_offset_s(i)
+        if offset is None:
+            ok = False
+            parts.append(f"flow {i}: not measured")
+        else:
+            ok = ok and abs(offset) <= CLOCK_OFFSET_LIMIT_S
+            parts.append(f"flow {i}: {offset * 1e3:+.1f} ms")
+    return Check(
+        name="clock",
+        ok=ok,
+        detail="receiver clock minus sender clock (corrected for): "
+        + ", ".join(parts)
+        + f"; limit {CLOCK_OFFSET_LIMIT_S * 1e3:g} ms",
+    )
+
+
+def _host_cpu(busy: float, cpus: int | None) -> Check:
+    """Fidelity: emulation on a saturated host is not the network that was asked for."""
+    return Check(
+        name="host_cpu",
+        ok=busy < HOST_CPU_BUSY_LIMIT,
+        detail=f"host CPUs {busy * 100:.0f}% busy while the flows ran"
+        + (f" ({cpus} CPUs)" if cpus else "")
+        + f"; limit {HOST_CPU_BUSY_LIMIT * 100:.0f}%",
+    )
+
+
+def _emulator_timing(timing: EmulatorTiming | None) -> Check:
+    """Fidelity of the emulator (from its packet log): how late packets left against the
+    model's schedule, and how far the spacing of back-to-back packets strayed from their
+    transmission time."""
+    p50 = timing.release_late_us_p50 if timing else None
+    p99 = timing.release_late_us_p99 if timing else None
+    spacing = timing.spacing_error_us_p99 if timing else None
+    if p99 is None:
+        return Check(name="emulator_timing", ok=False, detail="no packet was released")
+    return Check(
+        name="emulator_timing",
+        ok=p99 <= EMULATOR_LATE_P99_US,
+        detail=f"packets left {p50:.0f} us late at the median, {p99:.0f} us at p99 "
+        f"(limit {EMULATOR_LATE_P99_US} us); back-to-back spacing error p99 "
+        + (f"{spacing:.0f} us" if spacing is not None else "-"),
+    )
+
+
+def _per_flow_rtt(spec: ExperimentSpec, flows: list[FlowMetrics]) -> Check:
+    """With access delays or different paths every flow has its own base RTT; each must show
+    it (5%)."""
+    parts, ok = [], True
+    for i, flow in enumerate(flows):
+        base = spec.base_rtt_s(i)
+        if flow.rtt_min_s is None:
+            ok = False
+            parts.append(f"flow {i}: no RTT sample")
+            continue
+        slack = m.transmission_time_s(WIRE_PACKET_BYTES, spec.bottleneck.rate) * len(spec.links)
+        ok = ok and 0.99 * base <= flow.rtt_min_s <= 1.05 * base + slack
+        parts.append(f"flow {i}: {flow.rtt_min_s * 1e3:.2f} of {base * 1e3:.2f} ms")
+    return Check(name="flow_rtts", ok=ok, detail="minimum RTT per flow: " + ", ".join(parts))
+
+
+def _checks(
+    applied: AppliedConditions, queue: QueueMetrics, shortest_base_rtt_s: float
+) -> list[Check]:
+    """Evidence that the testbed applied what the spec asked for (5% tolerance). The delay
+    check compares the smallest RTT measured with the smallest configured (flows can add
+    access delays)."""
+    checks: list[Check] = []
+    base = shortest_base_rtt_s
+    min_rtt = applied.measured_min_rtt_s
+    configured_rate = applied.rate_bps
+    assert configured_rate is not None, "an emulated link always has a rate"
+    # A packet and its ACK also take their transmission time at the bottleneck.
+    slack = m.transmission_time_s(WIRE_PACKET_BYTES, configured_rate)
+    if min_rtt is None:
+        checks.append(Check(name="delay", ok=False, detail="no RTT sample was measured"))
+    else:
+        ok = 0.99 * base <= min_rtt <= 1.05 * base + slack
+        if base > 0:
+            detail = (
+                f"minimum RTT {min_rtt * 1e3:.2f} ms for a configured base RTT of "
+                f"{base * 1e3:.2f} ms ({(min_rtt / base - 1) * 100:+.1f}%)"
+            )
+        else:
+            detail = f"minimum RTT {min_rtt * 1e3:.2f} ms, no delay configured"
+        if applied.ping_rtt_min_s is not None:
+            detail += f"; ping {applied.ping_rtt_min_s * 1e3:.2f} ms"
+        checks.append(Check(name="delay", ok=ok, detail=detail))
+    rate = applied.measured_rate_bps
+    if rate is None:
+        checks.append(
+            Check(
+                name="rate",
+                ok=False,
+                detail="the queue was never backlogged for 1 s: rate not measurable",
+            )
+        )
+    else:
+        ratio = rate / configured_rate
+        checks.append(
+            Check(
+                name="rate",
+                ok=abs(ratio - 1) <= 0.05,
+                detail=f"bottleneck sent {rate / 1e6:.3f} Mbit/s while backlogged, configured "
+                f"{configured_rate / 1e6:.3f} Mbit/s ({(ratio - 1) * 100:+.1f}%)",
+            )
+        )
+    drops, full_drops = queue.drops or 0, queue.full_drops or 0
+    if applied.buffer_pkts is not None:
+        limit, peak, unit = float(applied.buffer_pkts), queue.queue_max_pkts, "pkts"
+    else:
+        limit, peak, unit = float(applied.buffer_bytes or 0), queue.queue_max_bytes, "bytes"
+    if peak is None:
+        checks.append(Check(name="buffer", ok=False, detail="no queue sample in the window"))
+    else:
+        within = peak <= limit
+        # Buffer-full drops only happen at a full queue: the peak must come close to the limit
+        # (sampled queues can miss the exact peak).
+        consistent = full_drops == 0 or peak >= 0.8 * limit - (2 if unit == "pkts" else 3000)
+        checks.append(
+            Check(
+                name="buffer",
+                ok=within and consistent,
+                detail=f"queue peak {peak:g} of {limit:g} {unit}, {drops} drops"
+                + (f" ({full_drops} at a full buffer)" if full_drops != drops else ""),
+            )
+        )
+    return checks

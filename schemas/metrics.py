@@ -1,0 +1,280 @@
+"""The metric catalogue: every metric of a report once, with its name (the key in JSON, tables
+and exports), its unit, a human label and what it measures. The report models
+(`schemas/report.py`) take their metric fields' descriptions from here, and the clients (CLI,
+result pages, exports, figures) their names, labels and units; the formulas are the functions
+of `ccbench.analysis.metrics`, whose docstrings name these metrics.
+
+Units are SI symbols of the stored values (`"1"`: dimensionless); every value is stored in
+the unit itself, never with a prefix. Windows: the run's window is its measurement window
+(`measurement.skip_start` to `duration` after the common start); a flow's window is the run's
+window intersected with the flow's active period. A metric's scope says which report model
+carries it: a flow's metrics (`FlowMetrics`), the run's aggregate over its forward flows and
+its forward bottleneck (`AggregateMetrics`), or both. Over repetitions a matrix point reports
+`<name>_median` and `<name>_siqr` of each aggregate metric."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field
+from pydantic_core import PydanticUndefined
+
+Scope = Literal["flow", "aggregate", "both"]
+# The scope of one report model (a "both" metric appears in each).
+ModelScope = Literal["flow", "aggregate"]
+
+# Units, as SI symbols.
+BIT_PER_S = "bit/s"
+SECOND = "s"
+PACKET = "pkt"
+BYTE = "B"
+DIMENSIONLESS = "1"
+BIT_PER_S_PER_S = "bit/s^2"  # network power: bit/s per s of delay
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    label: str
+    description: str  # what the value measures; for scope "both", a flow's value
+    scope: Scope
+    # Scope "both": how the aggregate value is formed.
+    aggregate: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.scope == "both") != (self.aggregate is not None):
+            raise ValueError(f"{self.name}: a metric of both scopes says how it aggregates")
+
+    def in_scope(self, scope: ModelScope) -> bool:
+        return self.scope in (scope, "both")
+
+    def describe(self, scope: ModelScope) -> str:
+        """The description of its field in the report model of `scope`."""
+        if not self.in_scope(scope):
+            raise ValueError(f"{self.name} is not a {scope} metric")
+        text = self.aggregate if scope == "aggregate" and self.aggregate else self.description
+        return f"{text} [{self.unit}]"
+
+
+CATALOGUE: tuple[Metric, ...] = (
+    Metric(
+        "goodput_bps",
+        BIT_PER_S,
+        "goodput",
+        "8 x application bytes the receiver got in the flow's window / the window's length",
+        "both",
+        aggregate="sum of the forward flows' goodput_bps",
+    ),
+    Metric(
+        "throughput_bps",
+        BIT_PER_S,
+        "throughput",
+        "8 x bytes the sender sent in the flow's window (retransmissions included) / the "
+        "window's length",
+        "both",
+        aggregate="sum of the forward flows' throughput_bps",
+    ),
+    Metric(
+        "utilization",
+        DIMENSIONLESS,
+        "utilization",
+        "share of the forward bottleneck's capacity used in the run's window: 8 x bytes the "
+        "bottleneck sent / (its rate x the window's length), as the emulator (IP packets) or "
+        "the qdisc (Ethernet frames) counts them; on a real path, where the link is not "
+        "observable: min(1, goodput_bps / the path's nominal rate), none without a nominal rate",
+        "aggregate",
+    ),
+    Metric(
+        "jain_index",
+        DIMENSIONLESS,
+        "Jain's index",
+        "Jain's fairness index of the forward flows' goodput_bps, (sum x)^2 / (n sum x^2): 1 "
+        "for equal shares (seed 000); none unless every forward flow has a goodput",
+        "aggregate",
+    ),
+    Metric(
+        "rtt_mean_s",
+        SECOND,
+        "mean RTT",
+        "mean of the sender's smoothed RTT samples in the flow's window",
+        "both",
+        aggregate="mean of the forward flows' smoothed RTT samples in their windows, together",
+    ),
+    Metric(
+        "rtt_p95_s",
+        SECOND,
+        "RTT p95",
+        "95th percentile of the sender's smoothed RTT samples in the flow's window",
+        "flow",
+    ),
+    Metric(
+        "rtt_min_s",
+        SECOND,
+        "minimum RTT",
+        "smallest minimum RTT the sender reported over the whole flow",
+        "flow",
+    ),
+    Metric(
+        "retransmits",
+        PACKET,
+        "retransmits",
+        "segments the sender retransmitted over the whole flow (its summary, else its last sample)",
+        "flow",
+    ),
+    Metric(
+        "bytes_received",
+        BYTE,
+        "bytes received",
+        "application bytes the receiver got over the whole flow",
+        "flow",
+    ),
+    Metric(
+        "queue_mean_pkts",
+        PACKET,
+        "mean queue",
+        "time average of the forward bottleneck's queue length over the run's window "
+        "(emulator log: exact; qdisc sampling: mean of the samples); none on a real path",
+        "aggregate",
+    ),
+    Metric(
+        "queue_max_pkts",
+        PACKET,
+        "peak queue",
+        "longest queue at the forward bottleneck in the run's window (emulator log: what an "
+        "arrival found plus itself; qdisc sampling: the longest sample); none on a real path",
+        "aggregate",
+    ),
+    Metric(
+        "queue_delay_mean_s",
+        SECOND,
+        "mean queueing delay",
+        "mean queueing delay at the forward bottleneck of the flow's packets that arrived in "
+        "the run's window and were sent on: departure - arrival - their own transmission time "
+        "(emulator log, forward flows only)",
+        "both",
+        aggregate="emulator log: the same over every packet through the forward bottleneck; qdisc "
+        "sampling: 8 x the mean sampled backlog / the bottleneck's rate; none on a real path",
+    ),
+    Metric(
+        "drops",
+        PACKET,
+        "drops",
+        "packets the forward bottleneck dropped in the run's window; none on a real path",
+        "aggregate",
+    ),
+    Metric(
+        "loss_rate",
+        DIMENSIONLESS,
+        "loss rate",
+        "the flow's packets the forward bottleneck dropped / its packets that arrived there "
+        "in the run's window (emulator log, forward flows only)",
+        "both",
+        aggregate="packets the forward bottleneck dropped / packets offered to it in the run's "
+        "window "
+        "(emulator log: arrivals; qdisc sampling: sent + dropped); none on a real path",
+    ),
+    Metric(
+        "power",
+        BIT_PER_S_PER_S,
+        "power",
+        "network power (seed 000): the aggregate goodput_bps / the aggregate rtt_mean_s",
+        "aggregate",
+    ),
+    Metric(
+        "normalized_fairness",
+        DIMENSIONLESS,
+        "normalized fairness",
+        "Jain's index of the forward flows' goodput_bps x rtt_mean_s: 1 when each flow gets "
+        "a share proportional to 1/RTT (seed 003; flows with different RTTs)",
+        "aggregate",
+    ),
+    Metric(
+        "friendliness_ratio",
+        DIMENSIONLESS,
+        "friendliness F",
+        "F: mean goodput_bps of the candidate flows / mean goodput_bps of the reference flows "
+        "(seed 004); 1 is TCP-friendly",
+        "aggregate",
+    ),
+    Metric(
+        "equivalence_ratio",
+        DIMENSIONLESS,
+        "equivalence E",
+        "E = max(F, 1/F) (seed 004)",
+        "aggregate",
+    ),
+    Metric(
+        "fc_ratio",
+        DIMENSIONLESS,
+        "FC",
+        "FC: max / min goodput_bps among the candidate flows (seed 004)",
+        "aggregate",
+    ),
+    Metric(
+        "convergence_time_s",
+        SECOND,
+        "convergence time",
+        "from the run's start to the first interval from which on every forward flow active "
+        "for the whole interval stays within the band (measurement.convergence_band) around "
+        "the interval's equal share",
+        "aggregate",
+    ),
+)
+
+METRICS: dict[str, Metric] = {m.name: m for m in CATALOGUE}
+if len(METRICS) != len(CATALOGUE):
+    raise ValueError("two metrics of the catalogue share a name")
+
+
+def metrics_of(scope: ModelScope) -> tuple[Metric, ...]:
+    """The metrics of one report model, in the catalogue's (and the model's) order."""
+    return tuple(m for m in CATALOGUE if m.in_scope(scope))
+
+
+def metric_field(name: str, scope: ModelScope, default: Any = PydanticUndefined) -> Any:
+    """A report model's field for metric `name`: its label (the JSON Schema's title),
+    description and unit (also as "x-unit") from the catalogue. Required unless `default` is
+    given."""
+    metric = METRICS[name]
+    return Field(
+        default,
+        title=metric.label,
+        description=metric.describe(scope),
+        json_schema_extra={"x-unit": metric.unit},
+    )
+
+
+def _select(scope: ModelScope, *names: str) -> tuple[Metric, ...]:
+    chosen = tuple(METRICS[name] for name in names)
+    wrong = [m.name for m in chosen if not m.in_scope(scope)]
+    if wrong:
+        raise ValueError(f"not {scope} metrics: {', '.join(wrong)}")
+    return chosen
+
+
+# The few aggregate metrics that sum up a run or a matrix point: the CLI's group lines,
+# `ccbench report --plot`'s comparisons and the result pages' run and group tables show these.
+KEY_METRICS = _select("aggregate", "goodput_bps", "utilization", "jain_index",
+                      "queue_mean_pkts", "power")  # fmt: skip
+# The CLI's one-line summary of a run (`ccbench report`): of each flow, and of the aggregate
+# (followed by the aggregate metrics the run has only sometimes, when it has them).
+RUN_LINE_FLOW = _select("flow", "goodput_bps", "rtt_mean_s", "retransmits",
+                        "queue_delay_mean_s", "loss_rate")  # fmt: skip
+RUN_LINE_AGGREGATE = _select("aggregate", "utilization", "jain_index", "queue_mean_pkts",
+                             "power", "drops", "goodput_bps", "rtt_mean_s")  # fmt: skip
+
+# How the clients print a value of a unit for now: with this prefix (symbol, scale factor).
+_DISPLAY = {BIT_PER_S: ("Mbit/s", 1e-6), SECOND: ("ms", 1e3)}
+
+
+def display_unit(unit: str) -> tuple[str, float]:
+    """(symbol, factor) a client shows a value of `unit` in: value x factor, then symbol."""
+    return _DISPLAY.get(unit, (unit, 1.0))
+
+
+def heading(metric: Metric) -> str:
+    """A column or axis title: the label with the unit shown, "goodput (Mbit/s)"."""
+    symbol, _ = display_unit(metric.unit)
+    return metric.label if metric.unit == DIMENSIONLESS else f"{metric.label} ({symbol})"

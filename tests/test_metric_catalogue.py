@@ -1,0 +1,83 @@
+"""The metric catalogue (schemas/metrics.py) and the report models agree: the same metrics in
+the same order and scope, with the catalogue's descriptions and units; and the names DESIGN.md
+fixes are all there."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from schemas import AggregateMetrics, FlowMetrics
+from schemas.metrics import (
+    BIT_PER_S,
+    BIT_PER_S_PER_S,
+    BYTE,
+    CATALOGUE,
+    DIMENSIONLESS,
+    METRICS,
+    PACKET,
+    SECOND,
+    ModelScope,
+    metric_field,
+    metrics_of,
+)
+from schemas.report import FLOW_KEYS
+
+# DESIGN.md's "Metrics": names fixed in JSON and tables.
+FIXED_NAMES = {
+    "goodput_bps", "throughput_bps", "utilization", "rtt_mean_s", "rtt_p95_s",
+    "queue_delay_mean_s", "queue_mean_pkts", "loss_rate", "retransmits", "drops", "power",
+    "jain_index", "normalized_fairness", "friendliness_ratio", "equivalence_ratio", "fc_ratio",
+    "convergence_time_s",
+}  # fmt: skip
+
+
+def disagreements(model: type[BaseModel], scope: ModelScope, keys: tuple[str, ...]) -> list[str]:
+    """How a report model's metric fields differ from the catalogue's metrics of its scope."""
+    fields = [name for name in model.model_fields if name not in keys]
+    expected = [m.name for m in metrics_of(scope)]
+    problems = [f"{name}: not among the catalogue's {scope} metrics" for name in fields
+                if name not in expected]  # fmt: skip
+    problems += [f"{name}: missing from {model.__name__}" for name in expected
+                 if name not in fields]  # fmt: skip
+    if not problems and fields != expected:
+        problems.append(f"{model.__name__} orders its metrics {fields}, the catalogue {expected}")
+    for name in set(fields) & set(expected):
+        info, metric = model.model_fields[name], METRICS[name]
+        if info.title != metric.label:
+            problems.append(f"{name}: title {info.title!r} is not the catalogue's label")
+        if info.description != metric.describe(scope):
+            problems.append(f"{name}: description {info.description!r} is not the catalogue's")
+        if info.json_schema_extra != {"x-unit": metric.unit}:
+            problems.append(f"{name}: unit {info.json_schema_extra} is not the catalogue's")
+    return problems
+
+
+def test_report_models_carry_the_catalogue_metrics() -> None:
+    assert disagreements(FlowMetrics, "flow", FLOW_KEYS) == []
+    assert disagreements(AggregateMetrics, "aggregate", ()) == []
+    in_models = set(FlowMetrics.model_fields) | set(AggregateMetrics.model_fields)
+    assert {m.name for m in CATALOGUE} <= in_models
+    assert FIXED_NAMES - set(METRICS) == set()
+    units = {BIT_PER_S, BIT_PER_S_PER_S, BYTE, DIMENSIONLESS, PACKET, SECOND}
+    assert {m.unit for m in CATALOGUE} <= units
+    # Names say their unit where DESIGN.md's names do.
+    for metric in CATALOGUE:
+        if metric.name.endswith("_bps"):
+            assert metric.unit == BIT_PER_S, metric
+        if metric.name.endswith("_s"):
+            assert metric.unit == SECOND, metric
+        if metric.name.endswith("_pkts"):
+            assert metric.unit == PACKET, metric
+
+
+def test_a_model_that_strays_from_the_catalogue_is_caught() -> None:
+    class Stray(BaseModel):
+        goodput_bps: float | None = metric_field("goodput_bps", "aggregate")
+        utilization: float | None = metric_field("goodput_bps", "aggregate")  # wrong field
+        rtt_p95_s: float | None = None  # a flow metric
+
+    problems = disagreements(Stray, "aggregate", ())
+    assert "rtt_p95_s: not among the catalogue's aggregate metrics" in problems
+    assert "drops: missing from Stray" in problems
+    assert any(p.startswith("utilization: description") for p in problems), problems
+    assert any(p.startswith("utilization: unit") for p in problems), problems
