@@ -11,6 +11,7 @@ from fastapi.responses import RedirectResponse
 from api.errors import errors_as_json, install_error_handlers
 from api.experiments.endpoints import router as experiments_router
 from api.hosts.endpoints import router as hosts_router
+from api.internal.endpoints import router as internal_router
 from api.limits import BodyLimit
 from api.runs.endpoints import router as runs_router
 from api.teams.endpoints import router as teams_router
@@ -41,6 +42,7 @@ def create_app() -> FastAPI:
     app.include_router(experiments_router)
     app.include_router(runs_router)
     app.include_router(hosts_router)
+    app.include_router(internal_router)
     app.include_router(pages_router)
     install_page_handlers(app)
 

@@ -45,6 +45,12 @@ class Settings(BaseSettings):
     dispatch_lease_s: float = 600.0
     dispatch_interval_s: float = 1.0
 
+    # Workers on other machines upload run files to the API (ccbench.artifacts): its URL, and
+    # the secret shared by the API and the workers that authorises the uploads.
+    api_url: str = ""
+    worker_token: str = ""
+    artifact_max_bytes: int = 8 << 30
+
     # This worker (ccbench.workerpool): its id (default: host name + a random part kept in
     # state_dir), its pool, and when a silent worker counts as dead.
     worker_id: str = ""

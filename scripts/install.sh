@@ -3,8 +3,22 @@
 # (.venv), the Rust agents (agents/target/release) and the BPF congestion controllers
 # (agents/kernel/build). Safe to run again: it only adds what is missing and rebuilds what
 # changed.
+#
+#   scripts/install.sh            everything: the embedded stack, the API, workers, the tests
+#   scripts/install.sh --worker   a worker machine only: no PostgreSQL, Redis, Chromium or sshd
+#                                 (the worker reaches the database, the broker and the API of
+#                                 another machine: CCBENCH_DATABASE_URL, CCBENCH_BROKER_URL,
+#                                 CCBENCH_API_URL, CCBENCH_WORKER_TOKEN)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+worker_only=false
+for arg in "$@"; do
+  case "$arg" in
+    --worker) worker_only=true ;;
+    *) echo "install.sh: unknown option $arg (use --worker for a worker machine)" >&2; exit 2 ;;
+  esac
+done
 
 log() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 
@@ -16,11 +30,14 @@ fi
 PACKAGES=(
   python3 python3-venv python3-dev build-essential pkg-config
   mininet iproute2 iptables nftables ethtool iperf3 iputils-ping procps psmisc util-linux
-  postgresql redis-server
-  chromium chromium-driver
   clang-14 bpftool libbpf-dev
-  openssh-server
+  openssh-client
 )
+if ! $worker_only; then
+  # The embedded stack and the tests: servers, a browser for the page tests, sshd for the
+  # hosts testbed's namespace hosts.
+  PACKAGES+=(postgresql redis-server chromium chromium-driver openssh-server)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -47,7 +64,9 @@ if [ ! -x .venv/bin/python ]; then
   /usr/bin/python3 -m venv .venv
 fi
 log "Python packages"
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+extras='[dev]'
+$worker_only && extras=''  # a worker needs no test or lint tools
+.venv/bin/pip install -q --disable-pip-version-check -e ".$extras"
 
 log "Rust agents (cargo build --release)"
 (cd agents && cargo build --release --locked -q)

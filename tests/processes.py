@@ -23,17 +23,25 @@ class Worker:
     """A worker process with an id of its own; `env` None: this process's environment (the
     harness's database and broker), whose leftover queued runs are cancelled first."""
 
-    def __init__(self, log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        netns: str | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        """`netns`: run it in that network namespace (a separate "machine")."""
         from cli.stack import worker_command
         from tests.services import cancel_leftover_runs
 
         if env is None:
             cancel_leftover_runs()
-        self.id = f"test-{os.getpid()}-{time.monotonic_ns()}"
+        self.id = worker_id or f"test-{os.getpid()}-{time.monotonic_ns()}"
         self.log_path = log_path
         self.log = log_path.open("ab")
+        inside = ["ip", "netns", "exec", netns] if netns else []
         self.proc = subprocess.Popen(
-            worker_command(self.id),
+            [*inside, *worker_command(self.id)],
             cwd=REPO_ROOT,
             env={**(env or os.environ), "CCBENCH_WORKER_ID": self.id},
             stdout=self.log,
@@ -64,11 +72,13 @@ class Worker:
 class Api:
     """An API server on 127.0.0.1:`port`, started and ready (GET /healthz answers)."""
 
-    def __init__(self, port: int, env: dict[str, str], log_path: Path) -> None:
-        self.url = f"http://127.0.0.1:{port}"
+    def __init__(
+        self, port: int, env: dict[str, str], log_path: Path, host: str = "127.0.0.1"
+    ) -> None:
+        self.url = f"http://{host}:{port}"
         self.log = log_path.open("ab")
         self.proc = subprocess.Popen(
-            [*CCBENCH, "api", "--port", str(port)],
+            [*CCBENCH, "api", "--host", host, "--port", str(port)],
             cwd=REPO_ROOT,
             env=env,
             stdout=self.log,

@@ -7,6 +7,7 @@ that Debian's package creates."""
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -37,17 +38,23 @@ def _wait_port(port: int, timeout_s: float, what: str) -> None:
 @dataclass
 class Services:
     root: Path
+    # Where they listen besides 127.0.0.1 (e.g. a bridge that namespace "machines" reach).
+    host: str = "127.0.0.1"
     pg_port: int = 0
     redis_port: int = 0
+    # Redis refuses clients beyond loopback without a password (protected mode).
+    redis_password: str = field(default_factory=lambda: secrets.token_hex(16))
     _redis: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def database_url(self) -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.pg_port}/ccbench"
+        return f"postgresql+psycopg://postgres@{self.host}:{self.pg_port}/ccbench"
 
     @property
     def redis_url(self) -> str:
-        return f"redis://127.0.0.1:{self.redis_port}/0"
+        if self.host == "127.0.0.1":
+            return f"redis://{self.host}:{self.redis_port}/0"
+        return f"redis://:{self.redis_password}@{self.host}:{self.redis_port}/0"
 
     def start(self) -> Services:
         self._start_postgres()
@@ -69,6 +76,10 @@ class Services:
         shutil.chown(data, "postgres")
         self.pg_port = free_port()
         self._as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
+        if self.host != "127.0.0.1":
+            with (data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {self.host}/24 trust\n")
+        listen = ",".join(dict.fromkeys(["127.0.0.1", self.host]))
         self._as_postgres(
             str(PG_BIN / "pg_ctl"),
             "-D",
@@ -77,7 +88,7 @@ class Services:
             str(data / "server.log"),
             "-w",
             "-o",
-            f"-p {self.pg_port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off "
+            f"-p {self.pg_port} -k {data} -c listen_addresses={listen} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off",
             "start",
         )
@@ -101,13 +112,14 @@ class Services:
                 "--port",
                 str(self.redis_port),
                 "--bind",
-                "127.0.0.1",
+                *dict.fromkeys(["127.0.0.1", self.host]),
                 "--save",
                 "",
                 "--appendonly",
                 "no",
                 "--dir",
                 str(self.root),
+                *(["--requirepass", self.redis_password] if self.host != "127.0.0.1" else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -140,10 +152,10 @@ class Services:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_services() -> Services:
+def start_services(host: str = "127.0.0.1") -> Services:
     root = Path(tempfile.mkdtemp(prefix="ccbench-services-"))
     os.chmod(root, 0o755)
-    return Services(root).start()
+    return Services(root, host).start()
 
 
 def cancel_leftover_runs() -> int:

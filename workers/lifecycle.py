@@ -27,6 +27,7 @@ from ccbench.settings import Settings, get_settings
 from ccbench.version import CCBENCH_VERSION
 from schemas import ExperimentSpec
 from schemas.units import SI_NUMBERS
+from workers.artifacts import Uploader
 from workers.planning import plan_for_spec
 from workers.testbeds.registry import TestbedContext, testbed_for
 
@@ -53,6 +54,7 @@ class Claim:
     team_id: str
     spec: ExperimentSpec
     run_dir: Path
+    uploads: Uploader  # the run's files to the API, when this worker is on another machine
 
 
 def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
@@ -94,13 +96,15 @@ def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
         ):
             return None
         refresh_experiment_status(session, run.experiment_id)
+        run_dir = rundir.attempt_dir(settings.runs_dir, run_id, attempt)
         return Claim(
             run_id=run_id,
             attempt=attempt,
             experiment_id=run.experiment_id,
             team_id=experiment.team_id,
             spec=ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS),
-            run_dir=rundir.attempt_dir(settings.runs_dir, run_id, attempt),
+            run_dir=run_dir,
+            uploads=Uploader(settings, run_id, attempt, run_dir),
         )
 
 
@@ -145,6 +149,7 @@ class Monitor:
                 select(Experiment.cancel_requested_at).where(Experiment.id == c.experiment_id)
             )
         self.cancelled = cancel_at is not None
+        c.uploads.logs()  # a worker on another machine keeps the API's copy of the log fresh
         return self.cancelled
 
     def _apply(self, session: Session, event: dict[str, Any]) -> None:
@@ -209,8 +214,8 @@ def execute(run_id: str, worker_id: str | None = None) -> str:
 
 
 def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, float]) -> str:
+    provenance = _read_provenance(c)
     with session_scope() as session:
-        provenance = _read_provenance(c)
         moved = transition(
             session,
             c.run_id,
@@ -236,10 +241,15 @@ def _read_provenance(c: Claim) -> dict[str, Any]:
         provenance = json.loads(path.read_text())
     provenance["ccbench_version"] = CCBENCH_VERSION
     provenance["seed"] = c.spec.seed
+    if c.run_dir.is_dir():
+        missing = c.uploads.everything()  # before the final state: then the API has the files
+        if missing:
+            provenance["artifacts_not_uploaded"] = missing
     return provenance
 
 
 def _store_and_finish(c: Claim, analysis: RunAnalysis, timings: dict[str, float]) -> str:
+    provenance = _read_provenance(c)
     with session_scope() as session:
         for flow in analysis.flows:
             session.merge(
@@ -252,7 +262,6 @@ def _store_and_finish(c: Claim, analysis: RunAnalysis, timings: dict[str, float]
             )
         for name, data in analysis.series.items():
             session.merge(RunSeries(run_id=c.run_id, name=name, data=data))
-        provenance = _read_provenance(c)
         # The results are kept either way; a spec that requires its checks fails the run
         # when the network was not what it asked for.
         failed_checks = [ch for ch in analysis.summary.checks if not ch.ok]

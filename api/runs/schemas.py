@@ -26,3 +26,8 @@ class RunDetail(RunSummary):
     flows: list[FlowOut]
     # Down-sampled time series, columnar: {"flow.0": {"t": [...], "cwnd_pkts": [...]}, ...}
     series: dict[str, dict[str, Any]]
+
+
+class RunFile(BaseModel):
+    name: str
+    bytes: int

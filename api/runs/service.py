@@ -6,8 +6,8 @@ from sqlalchemy.orm import Session
 
 from api.experiments.schemas import RunSummary
 from api.runs import repository
-from api.runs.schemas import FlowOut, RunDetail
-from ccbench import rundir
+from api.runs.schemas import FlowOut, RunDetail, RunFile
+from ccbench import artifacts, rundir
 from ccbench.db.models import Run, Team
 from ccbench.errors import NotFound
 
@@ -37,10 +37,27 @@ def run_detail(session: Session, team: Team, run_id: str, *, series: bool = True
 
 
 def run_log(session: Session, team: Team, run_id: str) -> str:
-    """The run's own log: the hosts testbed's Ansible task results, or the sandbox's log."""
+    """The run's own log (its latest attempt's): the hosts testbed's Ansible task results, or
+    the sandbox's log — from this machine's worker, or uploaded by another's."""
     run = get_run(session, team, run_id)
     for name in rundir.LOGS:
-        path = Path(run.artifacts_dir or "") / name
-        if run.artifacts_dir and path.is_file():
+        path = artifacts.attempt_dir(run.id, max(1, run.attempt)) / name
+        if path.is_file():
             return path.read_text(errors="replace")
     raise NotFound(f"run {run_id} has no log (yet)")
+
+
+def run_files(session: Session, team: Team, run_id: str) -> list[RunFile]:
+    """The raw files of the run's latest attempt (logs, packet logs, agents' outputs,
+    provenance), wherever its worker ran."""
+    run = get_run(session, team, run_id)
+    directory = artifacts.attempt_dir(run.id, max(1, run.attempt))
+    if not directory.is_dir():
+        return []
+    files = [p for p in sorted(directory.iterdir()) if p.is_file() and not p.name.startswith(".")]
+    return [RunFile(name=p.name, bytes=p.stat().st_size) for p in files]
+
+
+def run_file(session: Session, team: Team, run_id: str, name: str) -> Path:
+    run = get_run(session, team, run_id)
+    return artifacts.path_of(run.id, max(1, run.attempt), name)
