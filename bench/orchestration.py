@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["CCBENCH_STATE_DIR"] = state
     os.environ.pop("CCBENCH_DATABASE_URL", None)
 
-    from api.experiments.service import create_experiment
     from ccbench.db.migrate import upgrade
     from ccbench.db.models import Run, Team
     from ccbench.db.session import session_scope
+    from ccbench.experiments import create_experiment
     from ccbench.settings import get_settings
     from ccbench.teams import create_team
     from schemas import ExperimentSpec

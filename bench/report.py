@@ -45,10 +45,10 @@ def run() -> int:
     from sqlalchemy import select
 
     from api.app import app
-    from api.experiments.service import create_experiment
     from ccbench.db.migrate import upgrade
     from ccbench.db.models import FlowResult, Run
     from ccbench.db.session import session_scope
+    from ccbench.experiments import create_experiment
     from ccbench.settings import get_settings
     from ccbench.teams import create_team, create_token
     from schemas import AggregateMetrics, AppliedConditions, MatrixSpec, RunResult

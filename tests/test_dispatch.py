@@ -43,7 +43,7 @@ def matrix(runs: int, name: str = "m") -> dict[str, Any]:
 def store(team_name: str, runs: int) -> str:
     """An experiment of `runs` queued runs, committed without dispatching (as after a crash
     between the commit and the dispatch)."""
-    from api.experiments.service import create_experiment
+    from ccbench.experiments import create_experiment
 
     with session_scope() as session:
         team = session.scalars(select(Team).where(Team.name == team_name)).one()

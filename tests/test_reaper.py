@@ -23,7 +23,7 @@ SPEC = {
 
 
 def make_run(team_name: str) -> str:
-    from api.experiments.service import create_experiment
+    from ccbench.experiments import create_experiment
     from schemas import ExperimentSpec
 
     with session_scope() as session:

@@ -192,8 +192,8 @@ def test_killed_worker_leaves_nothing_behind_and_no_run_stuck(
 def test_require_checks_fails_a_run_outside_tolerance_but_keeps_its_results(
     team_token: tuple[str, str], host_state: HostState
 ) -> None:
-    from api.experiments.service import create_experiment
     from ccbench.db.models import FlowResult, Team
+    from ccbench.experiments import create_experiment
     from schemas import ExperimentSpec
     from workers.lifecycle import execute
 

@@ -29,6 +29,7 @@ from api.experiments.schemas import (
     RunSummary,
 )
 from api.runs.repository import series_of_experiment
+from ccbench import experiments as submissions
 from ccbench.db.models import Experiment
 from ccbench.dispatch import dispatch_quietly
 from ccbench.runstate import ExperimentStatus
@@ -59,7 +60,7 @@ def create_experiment(
     """Store the experiment and its runs; its `Location` is /v1/experiments/{id}."""
     limit = get_settings().matrix_run_limit
     try:
-        experiment, runs = service.create_experiment(
+        experiment, runs = submissions.create_experiment(
             session, team, submission, run_limit=limit, idempotency_key=idempotency_key
         )
         session.commit()
@@ -68,8 +69,8 @@ def create_experiment(
         session.rollback()
         if idempotency_key is None:
             raise
-        found = service.replayed(
-            session, team, idempotency_key, service.submission_digest(submission)
+        found = submissions.replayed(
+            session, team, idempotency_key, submissions.submission_digest(submission)
         )
         if found is None:
             raise

@@ -1,0 +1,140 @@
+"""Submitting experiments: a submission (a spec or a matrix) becomes an experiment and one
+queued run per matrix point and repetition, stored in the caller's transaction, or is refused
+naming the field. Used by the API and by the scheduler (campaign occurrences). The runs have
+no broker message yet: the dispatcher (ccbench.dispatch) sends them after the commit."""
+
+import hashlib
+import json
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ccbench.db.models import Experiment, ExperimentTag, Host, IdempotencyKey, Run, Team
+from ccbench.errors import ValidationFailed
+from ccbench.runstate import ExperimentStatus, RunStatus
+from ccbench.workerpool import Requirements, refusal, requirements_of
+from schemas import ExperimentSpec, RunPoint, SpecError, Submission, expand_submission
+
+
+def _validation_failed(exc: SpecError) -> ValidationFailed:
+    errors = [{"field": e["loc"], "reason": e["msg"]} for e in exc.errors]
+    return ValidationFailed.of(errors, "invalid submission")
+
+
+def _check_hosts_registered(session: Session, team: Team, specs: list[ExperimentSpec]) -> None:
+    """Every host a hosts-testbed run names must be in the team's inventory."""
+    registered = set(session.scalars(select(Host.name).where(Host.team_id == team.id)).all())
+    errors = []
+    for spec in specs:
+        if spec.testbed.kind != "hosts":
+            continue
+        named = [(f"flows.{i}.{key}", getattr(flow, key))
+                 for i, flow in enumerate(spec.flows) for key in ("src", "dst")]  # fmt: skip
+        if spec.testbed.router is not None:
+            named.append(("testbed.router", spec.testbed.router))
+        for field, name in named:
+            if name not in registered:
+                errors.append(
+                    {"field": field, "reason": f"host {name!r} is not in the team's inventory"}
+                )
+        if errors:
+            break  # one point names them all: the others share the hosts or repeat them
+    if errors:
+        raise ValidationFailed.of(errors, "invalid submission")
+
+
+def submission_digest(submission: Submission) -> str:
+    """What a retried request must repeat to be the same submission (Idempotency-Key)."""
+    document = json.dumps(submission.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def replayed(session: Session, team: Team, key: str, digest: str) -> Experiment | None:
+    """The experiment an earlier request with this Idempotency-Key created, if any; a key
+    reused for a different submission is refused."""
+    record = session.get(IdempotencyKey, (team.id, key))
+    if record is None:
+        return None
+    if record.request_sha256 != digest:
+        raise ValidationFailed.field(
+            "Idempotency-Key", "already used for a different submission: use a new key"
+        )
+    return session.get(Experiment, record.experiment_id)
+
+
+def _check_some_worker_can_run(session: Session, points: list[RunPoint]) -> None:
+    """Refuse a run no live worker could run (its pool, testbed, congestion controls, BPF
+    controllers, netem): it would otherwise fail later, once per matrix run. Points that
+    differ only in other ways share the answer, so each distinct need is asked once."""
+    asked: dict[Requirements, str | None] = {}
+    errors = []
+    for point in points:
+        needs = requirements_of(point.spec)
+        if needs not in asked:
+            asked[needs] = refusal(session, point.spec)
+            if asked[needs] is not None:
+                where = ", ".join(f"{k}={v!r}" for k, v in point.axis_values.items())
+                errors.append({"field": "testbed" + (f" (point {where})" if where else ""),
+                               "reason": str(asked[needs])})  # fmt: skip
+    if errors:
+        raise ValidationFailed.of(errors, "invalid submission")
+
+
+def create_experiment(
+    session: Session,
+    team: Team,
+    submission: Submission,
+    *,
+    run_limit: int,
+    idempotency_key: str | None = None,
+) -> tuple[Experiment, list[Run]]:
+    """Store the experiment and one queued run per matrix point and repetition, in the
+    caller's transaction; the dispatcher sends the runs once it has committed. With an
+    Idempotency-Key the experiment an earlier request created with it is returned (and no run).
+
+    The matrix is expanded (and its size checked against `run_limit`) before anything is
+    stored, so a refused submission leaves the database untouched."""
+    digest = submission_digest(submission)
+    if idempotency_key is not None:
+        earlier = replayed(session, team, idempotency_key, digest)
+        if earlier is not None:
+            return earlier, []
+    try:
+        points = expand_submission(submission, limit=run_limit)
+    except SpecError as exc:
+        raise _validation_failed(exc) from exc
+    _check_hosts_registered(session, team, [point.spec for point in points])
+    _check_some_worker_can_run(session, points)
+
+    experiment = Experiment(
+        team_id=team.id,
+        name=submission.name,
+        description=submission.description,
+        kind=submission.kind,
+        submission=submission.model_dump(mode="json"),
+        axes=[axis.path for axis in getattr(submission, "axes", [])],
+        status=ExperimentStatus.queued.value,
+        run_count=len(points),
+        tags=[ExperimentTag(tag=tag) for tag in sorted(set(submission.tags))],
+    )
+    session.add(experiment)
+    session.flush()
+    runs = [
+        Run(
+            experiment_id=experiment.id,
+            order_index=order,
+            point_index=point.index,
+            repetition=point.repetition,
+            axis_values=point.axis_values,
+            spec=point.spec.model_dump(mode="json"),
+            seed=point.spec.seed,
+            status=RunStatus.queued.value,
+        )
+        for order, point in enumerate(points)
+    ]
+    session.add_all(runs)
+    if idempotency_key is not None:
+        session.add(IdempotencyKey(team_id=team.id, key=idempotency_key,
+                                   request_sha256=digest, experiment_id=experiment.id))  # fmt: skip
+    session.flush()
+    return experiment, runs
