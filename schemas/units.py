@@ -46,7 +46,9 @@ _BYTE_RATE_UNITS = {
     **{f"{p}B/s": 8.0 * f for p, f in _BYTE_PREFIXES.items()},
     **{f"{p}Bps": 8.0 * f for p, f in _BYTE_PREFIXES.items()},
 }
-_DURATION_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+_DURATION_UNITS = {
+    "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0
+}  # fmt: skip
 _SIZE_UNITS = {
     "B": 1,
     "kB": 1000,
@@ -148,6 +150,9 @@ def parse_rate(
 
 
 def _shown_seconds(seconds: float) -> str:
+    for unit, length in (("d", 86400), ("h", 3600)):
+        if seconds >= 2 * length and seconds % length == 0:  # 24h, not 1d
+            return f"{seconds / length:g}{unit}"
     if seconds >= 60 and seconds % 60 == 0:
         return f"{seconds / 60:g}min"
     return f"{seconds:g}s" if seconds >= 1 or seconds == 0 else f"{seconds * 1000:g}ms"
@@ -166,7 +171,9 @@ def parse_duration(
             raise ValueError(f"{value!r} has no unit: add one, e.g. {value.strip()}ms or s")
         factor = _DURATION_UNITS.get(unit)
         if factor is None:
-            raise ValueError(f"{value!r} has an unknown time unit {unit!r}: use us, ms, s or min")
+            raise ValueError(
+                f"{value!r} has an unknown time unit {unit!r}: use us, ms, s, min, h or d"
+            )
         seconds = number * factor
     if seconds < 0:
         raise ValueError(f"duration {value!r} must not be negative")
@@ -250,7 +257,7 @@ def parse_buffer(value: Any) -> Buffer:
 # --- the annotated types the models use ------------------------------------------------------
 
 _RATE_PATTERN = r"^\s*[0-9.eE+-]+\s*(([kKMG]?(bit(/s)?|bps))|[mg]bit(/s)?|[kKMG]?(B/s|Bps))\s*$"
-_DURATION_PATTERN = r"^\s*[0-9.eE+]+\s*(us|µs|ms|s|min)\s*$"
+_DURATION_PATTERN = r"^\s*[0-9.eE+]+\s*(us|µs|ms|s|min|h|d)\s*$"
 _SIZE_PATTERN = r"^\s*[0-9.eE+]+\s*([kKMGT]?B|[KMG]iB)\s*$"
 _BUFFER_PATTERN = r"^\s*[0-9.eE+]+\s*(pkt|pkts|p|bdp|[kKMG]?B|[KMG]iB)\s*$"
 
@@ -318,14 +325,14 @@ RunDuration = Annotated[
     float,
     PlainValidator(_DurationValidator(Bounds(RUN_MIN_S, RUN_MAX_S))),
     _with_unit("s"),
-    _schema(_DURATION_PATTERN, "seconds, with a unit (ms, s, min); 1s to 24h", "30s", "s"),
+    _schema(_DURATION_PATTERN, "seconds, with a unit (ms, s, min, h); 1s to 24h", "30s", "s"),
 ]
 # A time within a run (a flow's start, a measurement offset): 0 to 24 h.
 Offset = Annotated[
     float,
     PlainValidator(_DurationValidator(Bounds(0.0, RUN_MAX_S))),
     _with_unit("s"),
-    _schema(_DURATION_PATTERN, "seconds, with a unit (us, ms, s, min); 0 to 24h", "5s", "s"),
+    _schema(_DURATION_PATTERN, "seconds, with a unit (us, ms, s, min, h); 0 to 24h", "5s", "s"),
 ]
 # A positive period (a flow's length, a mean ON/OFF period, an interval): above 0, up to 24 h.
 Period = Annotated[
@@ -333,8 +340,15 @@ Period = Annotated[
     PlainValidator(_DurationValidator(Bounds(0.0, RUN_MAX_S, low_open=True))),
     _with_unit("s"),
     _schema(
-        _DURATION_PATTERN, "seconds, with a unit (us, ms, s, min); above 0, up to 24h", "1s", "s"
+        _DURATION_PATTERN, "seconds, with a unit (us, ms, s, min, h); above 0, up to 24h", "1s", "s"
     ),
+]
+# The time between a campaign's occurrences: 1 s to a year.
+CampaignInterval = Annotated[
+    float,
+    PlainValidator(_DurationValidator(Bounds(1.0, 366 * 86400.0))),
+    _with_unit("s"),
+    _schema(_DURATION_PATTERN, "seconds, with a unit (s, min, h, d); 1s to 366d", "6h", "s"),
 ]
 # A sampling interval: 1 ms to 10 s.
 Interval = Annotated[
