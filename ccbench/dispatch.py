@@ -13,7 +13,8 @@ waiting. The rest wait in the database, so cancelling a 10,000-run matrix leaves
 stale messages ahead of other teams' runs, and each pass picks the next runs fairly: the team
 with the fewest runs in flight first, each team's runs in submission order. A run whose message
 has waited longer than `dispatch_lease_s` (a broker that lost its queue), or went to a worker
-that is no longer live, is sent again."""
+that is no longer live, is sent again. A run on real hosts is sent only once it holds them all
+(ccbench.reservations): two runs never use one host at the same time."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from ccbench import jobs
+from ccbench import jobs, reservations
 from ccbench.db.models import Experiment, Run, Worker, utcnow
 from ccbench.db.session import session_scope
 from ccbench.runstate import ACTIVE, RunStatus
@@ -65,9 +66,16 @@ def dispatch(settings: Settings | None = None) -> int:
             return 0
         live = {w.id for w in workers}
         for candidate in fair_choice(session, 2 * sum(room.values()), lease_start, live):
-            worker = _worker_for(candidate, workers, room)
+            spec = ExperimentSpec.model_validate(candidate.spec, context=SI_NUMBERS)
+            worker = _worker_for(spec, workers, room)
             if worker is None:
                 continue  # its pool is busy or cannot run it: it waits in the database
+            held = reservations.reserve(session, candidate.team_id, candidate.run_id,
+                                        reservations.hosts_of(spec))  # fmt: skip
+            reason = reservations.waiting_reason(held) if held else None
+            reservations.set_waiting(session, candidate.run_id, reason)
+            if held:
+                continue  # another run uses its hosts: it waits, the reason on its page
             budget = jobs.spec_budget(candidate.spec, settings)
             jobs.enqueue_run(candidate.run_id, budget, jobs.worker_queue(worker.id))
             session.execute(
@@ -105,9 +113,9 @@ def _count_by(session: Session, column: Any, condition: Any, ids: list[str]) -> 
     return {str(key): int(n) for key, n in rows}
 
 
-def _worker_for(candidate: Candidate, workers: list[Worker], room: dict[str, int]) -> Worker | None:
+def _worker_for(spec: ExperimentSpec, workers: list[Worker], room: dict[str, int]) -> Worker | None:
     """The live worker of the run's pool that can run it and has the most room."""
-    needs = requirements_of(ExperimentSpec.model_validate(candidate.spec, context=SI_NUMBERS))
+    needs = requirements_of(spec)
     able = [w for w in workers if room[w.id] > 0 and w.pool == needs.pool
             and not missing(Capabilities.from_dict(w.capabilities), needs)]  # fmt: skip
     return max(able, key=lambda w: (room[w.id], w.id), default=None)

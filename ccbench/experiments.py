@@ -5,6 +5,7 @@ no broker message yet: the dispatcher (ccbench.dispatch) sends them after the co
 
 import hashlib
 import json
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -14,6 +15,15 @@ from ccbench.errors import ValidationFailed
 from ccbench.runstate import ExperimentStatus, RunStatus
 from ccbench.workerpool import Requirements, refusal, requirements_of
 from schemas import ExperimentSpec, RunPoint, SpecError, Submission, expand_submission
+
+
+@dataclass(frozen=True)
+class OccurrenceLink:
+    """The campaign occurrence an experiment measures, and its path ("h1->h2")."""
+
+    campaign_id: str
+    occurrence_id: str
+    path: str
 
 
 def _validation_failed(exc: SpecError) -> ValidationFailed:
@@ -87,6 +97,8 @@ def create_experiment(
     *,
     run_limit: int,
     idempotency_key: str | None = None,
+    repetitions: int = 1,
+    occurrence: OccurrenceLink | None = None,
 ) -> tuple[Experiment, list[Run]]:
     """Store the experiment and one queued run per matrix point and repetition, in the
     caller's transaction; the dispatcher sends the runs once it has committed. With an
@@ -100,7 +112,7 @@ def create_experiment(
         if earlier is not None:
             return earlier, []
     try:
-        points = expand_submission(submission, limit=run_limit)
+        points = expand_submission(submission, limit=run_limit, repetitions=repetitions)
     except SpecError as exc:
         raise _validation_failed(exc) from exc
     _check_hosts_registered(session, team, [point.spec for point in points])
@@ -116,6 +128,9 @@ def create_experiment(
         status=ExperimentStatus.queued.value,
         run_count=len(points),
         tags=[ExperimentTag(tag=tag) for tag in sorted(set(submission.tags))],
+        campaign_id=occurrence.campaign_id if occurrence else None,
+        occurrence_id=occurrence.occurrence_id if occurrence else None,
+        path=occurrence.path if occurrence else None,
     )
     session.add(experiment)
     session.flush()

@@ -1,7 +1,8 @@
 """What every worker process (and the scheduler) does beside its runs, in a daemon thread: a
 worker heartbeats its registration; all reap the runs of dead workers (every
-reaper_interval_s) and dispatch queued runs (every dispatch_interval_s). Each pass is safe
-from any number of processes at once."""
+reaper_interval_s), fire the campaign occurrences that are due and dispatch queued runs (every
+dispatch_interval_s). Each pass is safe from any number of processes at once: a campaign
+occurrence fires once however many of them tick (ccbench.campaigns.firing)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ccbench.campaigns.firing import tick
 from ccbench.db.session import session_scope
 from ccbench.dispatch import dispatch
 from ccbench.reaper import reap_stale_runs
@@ -36,6 +38,7 @@ def start_upkeep_thread(
                 _guarded("reaper", lambda: len(reap_stale_runs(settings)))
             if worker is not None:
                 _guarded("heartbeat", lambda: _heartbeat(worker))
+            _guarded("campaigns", lambda: len(tick(settings=settings).fired))
             _guarded("dispatch", lambda: dispatch(settings))
             stop.wait(settings.dispatch_interval_s)
 

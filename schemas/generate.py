@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from schemas.algorithms import PARAMETERS, Parameter
+from schemas.campaign import CampaignReport, CampaignSpec
 from schemas.jsonschema import with_units
 from schemas.matrix import MatrixSpec, Submission
 from schemas.report import ExperimentReport
@@ -39,6 +40,8 @@ def documents() -> dict[str, dict[str, Any]]:
         "matrix-spec.schema.json": MatrixSpec.model_json_schema(),
         "submission.schema.json": TypeAdapter(Submission).json_schema(),
         "experiment-report.schema.json": ExperimentReport.model_json_schema(),
+        "campaign-spec.schema.json": CampaignSpec.model_json_schema(),
+        "campaign-report.schema.json": CampaignReport.model_json_schema(),
     }
     for name, doc in docs.items():
         with_units(doc)

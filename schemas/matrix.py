@@ -168,12 +168,21 @@ def _derived_seed(base: int, index: int, repetition: int) -> int:
     return random.Random(f"{base}:{index}:{repetition}").randrange(2**31)
 
 
-def expand_submission(submission: ExperimentSpec | MatrixSpec, limit: int) -> list[RunPoint]:
-    """Every run of the submission, in execution order, each with its own recorded seed."""
+def expand_submission(
+    submission: ExperimentSpec | MatrixSpec, limit: int, repetitions: int = 1
+) -> list[RunPoint]:
+    """Every run of the submission, in execution order, each with its own recorded seed;
+    `repetitions` repeats each point that many more times (a campaign's occurrence)."""
     if isinstance(submission, ExperimentSpec):
         seed = submission.seed if submission.seed is not None else secrets.randbelow(2**31)
-        return [RunPoint(0, 0, {}, submission.model_copy(update={"seed": seed}))]
+        if repetitions == 1:
+            return [RunPoint(0, 0, {}, submission.model_copy(update={"seed": seed}))]
+        seeds = [_derived_seed(seed, 0, r) for r in range(repetitions)]
+        return [RunPoint(0, r, {}, submission.model_copy(update={"seed": s}))
+                for r, s in enumerate(seeds)]  # fmt: skip
     matrix = submission
+    if repetitions > 1:
+        matrix = matrix.model_copy(update={"repetitions": matrix.repetitions * repetitions})
     if matrix.combine == "zip":
         lengths = {len(axis.values) for axis in matrix.axes}
         if len(lengths) > 1:

@@ -107,12 +107,76 @@ class Experiment(Base):
     cancel_requested_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
+    # An occurrence of a campaign measures one path (sender -> receiver) per experiment.
+    campaign_id: Mapped[str | None] = mapped_column(
+        ForeignKey("campaigns.id", ondelete="SET NULL"), index=True
+    )
+    occurrence_id: Mapped[str | None] = mapped_column(
+        ForeignKey("campaign_occurrences.id", ondelete="SET NULL"), index=True
+    )
+    path: Mapped[str | None] = mapped_column(String(130))  # "h1->h2"
 
     tags: Mapped[list["ExperimentTag"]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="ExperimentTag.tag"
     )
 
     __table_args__ = (Index("ix_experiments_team_created", "team_id", "created_at"),)
+
+
+class Campaign(Base):
+    """A measurement campaign (schemas.campaign.CampaignSpec) and where its schedule stands:
+    the scheduler fires the occurrence due at `next_due_at` (ccbench.campaigns.firing)."""
+
+    __tablename__ = "campaigns"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column()  # the CampaignSpec, validated, start set
+    state: Mapped[str] = mapped_column(String(16), index=True)  # active|paused|finished|stopped
+    seed: Mapped[int] = mapped_column(Integer)
+    next_due_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), index=True)
+    last_due_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    fired: Mapped[int] = mapped_column(Integer, default=0)
+    missed: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
+
+
+class CampaignOccurrence(Base):
+    """One due instant of a campaign: fired (its experiments created), missed (no scheduler
+    ran, catch-up skip) or failed (e.g. a host it names is gone). Unique per instant: two
+    schedulers cannot both fire it."""
+
+    __tablename__ = "campaign_occurrences"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    campaign_id: Mapped[str] = mapped_column(
+        ForeignKey("campaigns.id", ondelete="CASCADE"), index=True
+    )
+    due_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    state: Mapped[str] = mapped_column(String(16))  # fired | missed | failed
+    fired_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        UniqueConstraint("campaign_id", "due_at", name="uq_campaign_occurrences_campaign_due"),
+    )
+
+
+class HostReservation(Base):
+    """A host of a team's inventory in use by one run (hosts testbed): no other run starts on
+    it until the reservation is released, when the run ends or its worker is found dead."""
+
+    __tablename__ = "host_reservations"
+
+    team_id: Mapped[str] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True
+    )
+    host: Mapped[str] = mapped_column(String(63), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class ExperimentTag(Base):

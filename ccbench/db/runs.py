@@ -6,12 +6,12 @@ workers, a worker and the reaper, or a worker and a cancel can never both win a 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
-from ccbench.db.models import Experiment, Run, utcnow
-from ccbench.runstate import ACTIVE, RunStatus, experiment_status, sources_of
+from ccbench.db.models import Experiment, HostReservation, Run, utcnow
+from ccbench.runstate import ACTIVE, FINAL, RunStatus, experiment_status, sources_of
 
 
 def transition(
@@ -36,7 +36,17 @@ def transition(
         stmt = stmt.where(Run.attempt == expect_attempt)
     result = session.execute(stmt)
     assert isinstance(result, CursorResult)
-    return result.rowcount == 1
+    moved = result.rowcount == 1
+    if moved and (target in FINAL or target == RunStatus.queued):
+        release_hosts(session, [run_id])
+    return moved
+
+
+def release_hosts(session: Session, run_ids: list[str]) -> None:
+    """The runs' hosts are free again (ccbench.reservations): every move to a final state or
+    back to queued comes through here, so a reservation never outlives its run's turn."""
+    if run_ids:
+        session.execute(delete(HostReservation).where(HostReservation.run_id.in_(run_ids)))
 
 
 def refresh_experiment_status(session: Session, experiment_id: str) -> str:
@@ -73,9 +83,12 @@ def heartbeat(session: Session, run_id: str, attempt: int, now: datetime | None 
 
 def cancel_queued(session: Session, experiment_id: str, reason: str = "cancelled by user") -> int:
     """Cancel every run of the experiment that no worker has claimed yet; how many were."""
+    queued = Run.experiment_id == experiment_id, Run.status == RunStatus.queued.value
+    reserved = select(HostReservation.run_id).join(Run, Run.id == HostReservation.run_id)
+    release_hosts(session, list(session.scalars(reserved.where(*queued))))
     result = session.execute(
         update(Run)
-        .where(Run.experiment_id == experiment_id, Run.status == RunStatus.queued.value)
+        .where(*queued)
         .values(status=RunStatus.cancelled.value, finished_at=utcnow(), error=reason)
         .execution_options(synchronize_session=False)
     )
