@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import RedirectResponse
 
+from api.campaigns.endpoints import router as campaigns_router
 from api.errors import errors_as_json, install_error_handlers
 from api.experiments.endpoints import router as experiments_router
 from api.hosts.endpoints import router as hosts_router
@@ -42,6 +43,7 @@ def create_app() -> FastAPI:
     app.include_router(experiments_router)
     app.include_router(runs_router)
     app.include_router(hosts_router)
+    app.include_router(campaigns_router)
     app.include_router(internal_router)
     app.include_router(pages_router)
     install_page_handlers(app)

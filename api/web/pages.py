@@ -1,6 +1,6 @@
 """Result pages for browsers: the experiment list, an experiment's report with its matrix
-comparison, and a run's report with its figures (drawn by plotly.js from the same figure
-descriptions the CLI's static images use).
+comparison, a run's report with its figures, and campaigns with their results over time
+(figures drawn by plotly.js from the same figure descriptions the CLI's static images use).
 
 Pages authenticate with the team's API token, given once on /ui/login and kept in an HttpOnly
 cookie; they read the same services as the JSON API, so the two cannot disagree."""
@@ -18,6 +18,8 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
+from api.campaigns import service as campaigns
+from api.campaigns.report import build_campaign_report
 from api.deps import DbSession, get_session
 from api.errors import status_of
 from api.experiments import repository, service
@@ -27,12 +29,13 @@ from api.experiments.schemas import PAGE_MAX, RunSummary
 from api.runs import service as runs
 from ccbench.db.models import Team
 from ccbench.errors import CCBenchError, NotFound
+from ccbench.plots.campaign import campaign_figure_data
 from ccbench.plots.model import comparison_figure_data, run_figure_data
 from ccbench.plots.web import plotly_figure
 from ccbench.teams import authenticate
 from ccbench.version import CCBENCH_VERSION
 from schemas.limits import NAME_MAX
-from schemas.metrics import KEY_METRICS, display_unit, heading, metrics_of
+from schemas.metrics import KEY_METRICS, METRICS, display_unit, heading, metrics_of
 
 COOKIE = "ccbench_token"
 HERE = Path(__file__).parent
@@ -220,6 +223,61 @@ def run_page(request: Request, run_id: str, session: DbSession, team: PageTeam) 
         aggregate=(detail["aggregate"] or {}).get("aggregate") or {},
         applied=(detail["aggregate"] or {}).get("applied") or {},
         has_state=any(k.endswith(".cc_state") for k in detail["series"]),
+    )
+
+
+@router.get("/campaigns", response_class=HTMLResponse)
+def campaigns_page(
+    request: Request,
+    session: DbSession,
+    team: PageTeam,
+    page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
+) -> Response:
+    page_size = 50
+    items, total = campaigns.list_campaigns(session, team, None, (page - 1) * page_size,
+                                            page_size)  # fmt: skip
+    return _render(request, "campaigns.html", team=team, campaigns=items, total=total, page=page,
+                   pages=max(1, -(-total // page_size)))  # fmt: skip
+
+
+@router.get("/campaigns/{campaign_id}", response_class=HTMLResponse)
+def campaign_page(
+    request: Request,
+    campaign_id: str,
+    session: DbSession,
+    team: PageTeam,
+    metric: Annotated[str, Query(max_length=64)] = "goodput_bps",
+    by: Annotated[str | None, Query(max_length=200)] = None,
+    page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
+) -> Response:
+    campaign = campaigns.get_campaign(session, team, campaign_id)
+    figures, error, status_code, report = [], None, 200, None
+    try:
+        report = build_campaign_report(session, campaign, metric, by or None)
+        figures = [_figure_json(plotly_figure(f))
+                   for f in campaign_figure_data(report.model_dump(mode="json"))]  # fmt: skip
+    except CCBenchError as exc:
+        error, status_code = exc.message, status_of(exc)
+    page_size = 50
+    occurrences, total = campaigns.occurrences_page(session, campaign, None,
+                                                    (page - 1) * page_size, page_size)  # fmt: skip
+    return _render(
+        request,
+        "campaign.html",
+        status_code,
+        team=team,
+        campaign=campaigns.detail(session, campaign),
+        report=report,
+        figures=figures,
+        error=error,
+        metrics=metrics_of("aggregate"),
+        metric=metric,
+        metric_info=METRICS.get(metric),
+        by=by or "",
+        occurrences=occurrences,
+        total=total,
+        page=page,
+        pages=max(1, -(-total // page_size)),
     )
 
 

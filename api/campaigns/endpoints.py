@@ -1,0 +1,155 @@
+"""REST endpoints of measurement campaigns: create, list, show, occurrences, pause, resume,
+edit, stop, report and export."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from api.auth import CurrentTeam
+from api.campaigns import report, service
+from api.campaigns.schemas import CampaignDetail, CampaignSummary, OccurrenceOut
+from api.deps import DbSession
+from api.errors import AUTHENTICATED, CONFLICT, NOT_FOUND
+from api.experiments.endpoints import CsvResponse
+from api.experiments.schemas import PAGE_MAX, PAGE_SIZE_MAX, Page
+from ccbench.campaigns import manage
+from schemas.campaign import (
+    CampaignChanges,
+    CampaignReport,
+    CampaignSpec,
+    CampaignState,
+    OccurrenceState,
+)
+
+router = APIRouter(prefix="/v1/campaigns", tags=["campaigns"], responses=AUTHENTICATED)
+
+METRIC_HELP = "an aggregate metric of the catalogue, e.g. goodput_bps or equivalence_ratio"
+BY_HELP = "a matrix axis of the campaign's experiment: one series per path and axis value"
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=CampaignDetail)
+def create_campaign(
+    spec: CampaignSpec, session: DbSession, team: CurrentTeam, response: Response
+) -> CampaignDetail:
+    """Check the campaign against the team's hosts and store it; its first occurrence fires at
+    `next_due_at`. Its `Location` is /v1/campaigns/{id}."""
+    campaign = manage.create_campaign(session, team, spec)
+    session.commit()
+    response.headers["Location"] = f"/v1/campaigns/{campaign.id}"
+    return service.detail(session, campaign)
+
+
+@router.get("", response_model=Page[CampaignSummary])
+def list_campaigns(
+    session: DbSession,
+    team: CurrentTeam,
+    state: CampaignState | None = None,
+    page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
+) -> Page[CampaignSummary]:
+    items, total = service.list_campaigns(session, team, state, (page - 1) * page_size, page_size)
+    return Page(items=[service.summary(c) for c in items], total=total, page=page,
+                page_size=page_size)  # fmt: skip
+
+
+@router.get("/{campaign_id}", response_model=CampaignDetail, responses=NOT_FOUND)
+def get_campaign(campaign_id: str, session: DbSession, team: CurrentTeam) -> CampaignDetail:
+    return service.detail(session, service.get_campaign(session, team, campaign_id))
+
+
+@router.get("/{campaign_id}/occurrences", response_model=Page[OccurrenceOut], responses=NOT_FOUND)
+def list_occurrences(
+    campaign_id: str,
+    session: DbSession,
+    team: CurrentTeam,
+    state: OccurrenceState | None = None,
+    page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
+) -> Page[OccurrenceOut]:
+    """Occurrences newest first, each with its experiments (one per path) or its reason."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    items, total = service.occurrences_page(session, campaign, state, (page - 1) * page_size,
+                                            page_size)  # fmt: skip
+    return Page(items=items, total=total, page=page, page_size=page_size)
+
+
+@router.patch("/{campaign_id}", response_model=CampaignDetail, responses={**NOT_FOUND, **CONFLICT})
+def edit_campaign(
+    campaign_id: str, changes: CampaignChanges, session: DbSession, team: CurrentTeam
+) -> CampaignDetail:
+    """A new schedule, stop, count, catch-up policy or description, from now on."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    manage.reschedule(session, campaign, changes.model_dump(mode="json", exclude_unset=True))
+    session.commit()
+    return service.detail(session, campaign)
+
+
+def _state_change(verb: str) -> str:
+    return f"/{{campaign_id}}/{verb}"
+
+
+@router.post(_state_change("pause"), response_model=CampaignDetail,
+             responses={**NOT_FOUND, **CONFLICT})  # fmt: skip
+def pause_campaign(campaign_id: str, session: DbSession, team: CurrentTeam) -> CampaignDetail:
+    """No occurrence fires until it is resumed."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    manage.pause(campaign)
+    session.commit()
+    return service.detail(session, campaign)
+
+
+@router.post(_state_change("resume"), response_model=CampaignDetail,
+             responses={**NOT_FOUND, **CONFLICT})  # fmt: skip
+def resume_campaign(campaign_id: str, session: DbSession, team: CurrentTeam) -> CampaignDetail:
+    """Active again from now: instants that passed while it was paused are not run."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    manage.resume(campaign)
+    session.commit()
+    return service.detail(session, campaign)
+
+
+@router.post(_state_change("stop"), response_model=CampaignDetail,
+             responses={**NOT_FOUND, **CONFLICT})  # fmt: skip
+def stop_campaign(campaign_id: str, session: DbSession, team: CurrentTeam) -> CampaignDetail:
+    """No occurrence after this; experiments already created keep running."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    manage.stop(campaign)
+    session.commit()
+    return service.detail(session, campaign)
+
+
+@router.get("/{campaign_id}/report", response_model=CampaignReport, responses=NOT_FOUND)
+def campaign_report(
+    campaign_id: str,
+    session: DbSession,
+    team: CurrentTeam,
+    metric: Annotated[str, Query(description=METRIC_HELP)] = "goodput_bps",
+    by: Annotated[str | None, Query(description=BY_HELP)] = None,
+) -> CampaignReport:
+    """Every occurrence's value per path, and per path the median and SIQR over all
+    occurrences and per time-of-day window."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    return report.build_campaign_report(session, campaign, metric, by)
+
+
+@router.get(
+    "/{campaign_id}/export.csv",
+    response_class=CsvResponse,
+    responses={**NOT_FOUND, 200: {"content": {"text/csv": {}}}},
+)
+def campaign_export(campaign_id: str, session: DbSession, team: CurrentTeam) -> CsvResponse:
+    """One row per run with its occurrence's time, path, axes and aggregate metrics."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    return CsvResponse(report.export_csv(session, campaign))
+
+
+@router.get(
+    "/{campaign_id}/export.parquet",
+    response_class=Response,
+    responses={**NOT_FOUND, 200: {"content": {"application/vnd.apache.parquet": {}}}},
+)
+def campaign_export_parquet(campaign_id: str, session: DbSession, team: CurrentTeam) -> Response:
+    """The same table as Parquet, the occurrence's time a timestamp column."""
+    campaign = service.get_campaign(session, team, campaign_id)
+    return Response(report.export_parquet(session, campaign),
+                    media_type="application/vnd.apache.parquet")  # fmt: skip
