@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns
 
 install:
 	scripts/install.sh
@@ -62,6 +62,9 @@ bench-hosts:
 
 bench-chaos:
 	$(PY) -m bench.chaos
+
+bench-campaigns:
+	$(PY) -m bench.campaigns
 
 bench-scale:
 	$(PY) -m bench.scale

@@ -84,16 +84,25 @@ class CronSchedule(StrictModel):
 
 
 class RandomSchedule(StrictModel):
-    """`per_day` occurrences each day at uniformly random instants inside the windows (local
-    time in `timezone`), drawn from the campaign's seed: reproducible, and never the same
-    times of day twice (seed 004's "random times of day and night")."""
+    """Occurrences at uniformly random instants inside time-of-day windows (local time in
+    `timezone`), drawn from the campaign's seed: reproducible, and never the same times of
+    day twice (seed 004's "random times of day and night"). `per_day` instants a day over all
+    the windows together, or `per_window` instants in each window every day (seed 000's
+    comparison of congestion levels: each window gets its share)."""
 
     kind: Literal["random"]
-    per_day: int = Field(ge=1, le=1440)
+    per_day: int | None = Field(None, ge=1, le=1440)
+    per_window: int | None = Field(None, ge=1, le=1440)
     windows: list[Window] = Field(
         default_factory=lambda: [Window(start="00:00", end="23:59")], min_length=1, max_length=24
     )
     timezone: TimeZone = "UTC"
+
+    @model_validator(mode="after")
+    def _one_count(self) -> RandomSchedule:
+        if (self.per_day is None) == (self.per_window is None):
+            raise ValueError("give exactly one of per_day or per_window")
+        return self
 
 
 Schedule = Annotated[IntervalSchedule | CronSchedule | RandomSchedule, Field(discriminator="kind")]

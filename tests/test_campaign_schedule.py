@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, time, timedelta
 from itertools import islice
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from ccbench.campaigns.paths import submission_for
 from ccbench.campaigns.schedule import day_instants, instants, next_instant
+from schemas import MatrixSpec
 from schemas.campaign import CampaignSpec, RandomSchedule, Schedule
 
 SCHEDULE: TypeAdapter[Any] = TypeAdapter(Schedule)
@@ -159,3 +163,30 @@ def test_stop_before_start_and_bad_host_selections_are_refused() -> None:
             CampaignSpec.model_validate({**base, **extra})
         error = caught.value.errors()[0]
         assert ".".join(map(str, error["loc"])) == field and reason in error["msg"], error
+
+
+def test_per_window_puts_its_count_in_every_window_each_day() -> None:
+    schedule = sched(kind="random", per_window=2, timezone="Europe/London",
+                     windows=[{"start": "02:00", "end": "05:00"},
+                              {"start": "15:00", "end": "18:00"}])  # fmt: skip
+    london = ZoneInfo("Europe/London")
+    for day in (datetime(2031, 1, 6).date(), datetime(2031, 7, 6).date()):  # GMT and BST
+        got = [g.astimezone(london).time() for g in day_instants(schedule, 3, day)]
+        assert sum(time(2) <= t < time(5) for t in got) == 2, got
+        assert sum(time(15) <= t < time(18) for t in got) == 2, got
+    with pytest.raises(ValidationError, match="exactly one of per_day or per_window"):
+        sched(kind="random", per_day=1, per_window=1)
+
+
+EXAMPLES = Path(__file__).parents[1] / "schemas" / "examples" / "campaigns"
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_example_campaigns_are_valid_and_their_experiments_too(example: Path) -> None:
+    campaign = CampaignSpec.model_validate(yaml.safe_load(example.read_text()))
+    submission = submission_for(campaign, ("a", "b"))
+    base = submission.base if isinstance(submission, MatrixSpec) else submission
+    assert [(f.src, f.dst) for f in base.flows] == [("a", "b")] * len(base.flows)
+    start = datetime(2031, 1, 6, tzinfo=UTC)
+    week = list(instants(campaign.schedule, start, 1, start, start + timedelta(days=7)))
+    assert len(week) >= 7, week

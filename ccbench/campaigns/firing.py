@@ -148,6 +148,8 @@ def _fire(
                           repetitions=spec.repetitions, occurrence=link)  # fmt: skip
     campaign.fired += 1
     result.fired.append(occurrence.id)
+    log.info("campaign %s: occurrence %s fired, %d experiment(s)",
+             campaign.id, due_at.isoformat(), len(submissions))  # fmt: skip
 
 
 def remaining(spec: CampaignSpec, campaign: Campaign) -> int | None:

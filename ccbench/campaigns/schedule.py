@@ -65,9 +65,9 @@ def _cron(
 
 
 def day_instants(schedule: RandomSchedule, seed: int, day: date) -> list[datetime]:
-    """One local day's instants: `per_day` of them, uniform over the day's windows (their real
-    lengths, so a window across a daylight-saving change counts what it lasts), drawn from
-    the seed and the date alone."""
+    """One local day's instants, drawn from the seed and the date alone: `per_day` of them
+    uniform over all the day's windows together (their real lengths, so a window across a
+    daylight-saving change counts what it lasts), or `per_window` uniform in each window."""
     zone = ZoneInfo(schedule.timezone)
     spans = []
     for window in schedule.windows:
@@ -76,16 +76,22 @@ def day_instants(schedule: RandomSchedule, seed: int, day: date) -> list[datetim
         last_day = day if closes > opens else day + timedelta(days=1)
         last = datetime.combine(last_day, closes, zone).astimezone(UTC)
         spans.append((first, (last - first).total_seconds()))
-    total = sum(length for _, length in spans)
     draw = random.Random(f"{seed}:{day.isoformat()}")
     out = []
-    for _ in range(schedule.per_day):
-        offset = draw.uniform(0, total)
+    if schedule.per_window is not None:
         for first, length in spans:
-            if offset < length:
-                out.append(first + timedelta(seconds=offset))
-                break
-            offset -= length
+            out += [first + timedelta(seconds=draw.uniform(0, length))
+                    for _ in range(schedule.per_window)]  # fmt: skip
+    else:
+        assert schedule.per_day is not None
+        total = sum(length for _, length in spans)
+        for _ in range(schedule.per_day):
+            offset = draw.uniform(0, total)
+            for first, length in spans:
+                if offset < length:
+                    out.append(first + timedelta(seconds=offset))
+                    break
+                offset -= length
     return sorted(at.replace(microsecond=0) for at in out)
 
 
