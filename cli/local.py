@@ -143,11 +143,12 @@ def cmd_create_token(args: argparse.Namespace) -> int:
     try:
         with session_scope() as session:
             team = teams.get_team_by_name(session, args.team)
-            token = teams.create_token(session, team, args.name, expiry(args.expires_in_days))
+            token = teams.create_token(session, team, args.name, expiry(args.expires_in_days),
+                                       teams.Scope(args.scope))  # fmt: skip
     except CCBenchError as exc:
         raise ClientError(exc.message) from exc
     print(token)
-    print(f"(token for team {args.team}; it is shown only once)", file=sys.stderr)
+    print(f"({args.scope} token for team {args.team}; it is shown only once)", file=sys.stderr)
     return 0
 
 

@@ -12,6 +12,12 @@ from cli import experiments, hosts, local, tokens
 from cli.client import ClientError
 from schemas.metrics import metrics_of
 
+SCOPES = ["read", "write", "admin"]
+SCOPE_HELP = (
+    "read: reads; write: also submits and changes the team's experiments and hosts; admin: "
+    "also manages tokens and shares (default: %(default)s)"
+)
+
 
 def main(argv: list[str] | None = None) -> int:
     private_files()
@@ -64,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument(
         "--expires-in-days", type=float, metavar="DAYS", help="the token stops working then"
     )
+    token.add_argument("--scope", choices=SCOPES, default="admin", help=SCOPE_HELP)
     token.set_defaults(func=local.cmd_create_token)
     bootstrap = admin_sub.add_parser(
         "bootstrap",
@@ -128,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--expires-in-days", type=float, metavar="DAYS", help="the token stops working then"
     )
+    create.add_argument("--scope", choices=SCOPES, default="read", help=SCOPE_HELP)
     create.set_defaults(func=tokens.cmd_tokens_create)
     revoke = tokens_sub.add_parser("revoke", help="revoke a token: refused from now on")
     revoke.add_argument("id", help="the token's id (from `tokens list`)")

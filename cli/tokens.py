@@ -22,17 +22,20 @@ def cmd_tokens_list(_args: argparse.Namespace) -> int:
     for token in client().get("/v1/tokens"):
         state = "revoked" if token["revoked_at"] else "active"
         expires = token["expires_at"] or "never"
-        print(f"{token['id']}  {token['name']:<24} {state:<8} created {token['created_at']}  "
-              f"expires {expires}")  # fmt: skip
+        print(f"{token['id']}  {token['name']:<24} {token['scope']:<5} {state:<8} created "
+              f"{token['created_at']}  expires {expires}")  # fmt: skip
     return 0
 
 
 def cmd_tokens_create(args: argparse.Namespace) -> int:
     created = client().post(
-        "/v1/tokens", json={"name": args.name, "expires_at": _rfc3339(expiry(args.expires_in_days))}
-    )
+        "/v1/tokens",
+        json={"name": args.name, "scope": args.scope,
+              "expires_at": _rfc3339(expiry(args.expires_in_days))},
+    )  # fmt: skip
     print(created["token"])
-    print(f"(token {created['id']}, expires {created['expires_at'] or 'never'}; it is shown "
+    print(f"({created['scope']} token {created['id']}, expires "
+          f"{created['expires_at'] or 'never'}; it is shown "
           "only once)", file=sys.stderr)  # fmt: skip
     return 0
 

@@ -269,6 +269,16 @@ RUN_LINE_AGGREGATE = _select("aggregate", "utilization", "jain_index", "queue_me
 _DISPLAY = {BIT_PER_S: ("Mbit/s", 1e-6), SECOND: ("ms", 1e3)}
 
 
+# The unit of a report field by its name's suffix (the house convention: names say their SI
+# unit, e.g. AppliedConditions' rate_bps, delay_s, buffer_pkts).
+_SUFFIX_UNITS = {"_bps": BIT_PER_S, "_s": SECOND, "_pkts": PACKET, "_bytes": BYTE}
+
+
+def unit_of_field(name: str) -> str | None:
+    """The SI unit a field named `<what>_<unit>` is stored in; None without such a suffix."""
+    return next((u for suffix, u in _SUFFIX_UNITS.items() if name.endswith(suffix)), None)
+
+
 def display_unit(unit: str) -> tuple[str, float]:
     """(symbol, factor) a client shows a value of `unit` in: value x factor, then symbol."""
     return _DISPLAY.get(unit, (unit, 1.0))

@@ -44,7 +44,7 @@ def test_pages_need_a_login_and_refuse_a_bad_token(team_token: tuple[str, str]) 
     assert response.headers["location"] == "/ui/login?next=/ui/experiments%3Fstatus%3Ddone"
 
     refused = client.post("/ui/login", data={"token": "ccb_wrong", "next": "/ui/experiments"})
-    assert refused.status_code == 401 and "token: invalid or revoked" in refused.text
+    assert refused.status_code == 401 and "token: invalid, revoked or expired" in refused.text
     assert "ccbench_token" not in refused.headers.get("set-cookie", "")
     empty = client.post("/ui/login", data={"token": ""})
     assert empty.status_code == 401 and "token: missing" in empty.text

@@ -1,4 +1,4 @@
-"""Queries on runs, scoped to the team that owns their experiment."""
+"""Queries on runs, of the experiments a team may read (its own, shared with it, public)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -6,15 +6,23 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ccbench.browse import id_matches
 from ccbench.db.models import Experiment, Run, RunSeries
+from ccbench.sharing import ResourceKind, readable
 
 
-def get_for_team(session: Session, team_id: str, run_id: str) -> Run | None:
-    return session.scalar(
+def find_for_team(session: Session, team_id: str, run_id: str) -> Sequence[Run]:
+    """The runs with this id, or this id prefix (at most 6), that the team may read."""
+    return session.scalars(
         select(Run)
         .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(Run.id == run_id, Experiment.team_id == team_id)
-    )
+        .where(
+            id_matches(Run.id, run_id),
+            readable(ResourceKind.experiment, team_id, Experiment.team_id, Experiment.id),
+        )
+        .order_by(Run.id)
+        .limit(6)
+    ).all()
 
 
 def series_of(session: Session, run_id: str) -> Sequence[RunSeries]:

@@ -178,3 +178,20 @@ def comparison_figure_data(comparison: dict[str, Any]) -> FigureData:
             )
         )
     return figure
+
+
+def cross_comparison_figure_data(comparison: dict[str, Any]) -> FigureData:
+    """GET /v1/compare (across experiments): as `comparison_figure_data`, with the points and
+    series named by their labels (values with units, experiments by name and short id)."""
+    return comparison_figure_data(
+        {
+            "metric": comparison["metric"],
+            "x": comparison["x"],
+            "by": comparison.get("by"),
+            "series": [
+                {"by": s["label"],
+                 "points": [{**p, "x": p["label"]} for p in s["points"]]}
+                for s in comparison["series"]
+            ],
+        }
+    )  # fmt: skip
