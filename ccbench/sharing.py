@@ -129,10 +129,12 @@ def set_shares(
     grants not named any more are removed. The caller has checked that `owner` owns it."""
     wanted = sorted(set(teams))
     found = {t.name: t for t in session.scalars(select(Team).where(Team.name.in_(wanted)))}
-    errors = [{"field": f"teams.{i}", "reason": f"no team named {name!r}"}
-              for i, name in enumerate(wanted) if name not in found]  # fmt: skip
-    errors += [{"field": f"teams.{i}", "reason": "the owner's own team: it always reads it"}
-               for i, name in enumerate(wanted) if name == owner.name]  # fmt: skip
+    errors = []
+    for i, name in enumerate(teams):
+        if name not in found:
+            errors.append({"field": f"teams.{i}", "reason": f"no team named {name!r}"})
+        elif name == owner.name:
+            errors.append({"field": f"teams.{i}", "reason": "the owning team: it always reads it"})
     if errors:
         raise ValidationFailed.of(errors, "invalid shares")
     grantees: set[str | None] = {found[name].id for name in wanted}

@@ -6,6 +6,7 @@ leaves nothing running and no run stuck."""
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,6 +114,14 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     assert all(0 <= f["loss_rate"] < 0.1 for f in r["flows"])
     assert run.provenance["kernel"] and run.provenance["seed"] == 1
     assert run.provenance["link_mechanism"] == "emulator"
+    # The software that ran it: source commit (or package version), Python and its packages,
+    # the agents' Rust package versions with their SHA-256, the kernel.
+    software = run.provenance["software"]
+    assert software["ccbench"]["version"] and software["python"]["version"]
+    assert software["kernel"]["release"] == os.uname().release
+    agent = software["rust_packages"]["ccbench-agent"]
+    assert agent["version"].startswith("ccbench-agent ") and len(agent["sha256"]) == 64
+    assert software["python_packages"]["pydantic"]
     assert applied["queue_source"] == "emulator_log"
     detail = client.get(f"/v1/runs/{run_id}", headers=headers).json()
     assert {"queue", "flow-0.tcp_info", "flow-1.goodput"} <= set(detail["series"])

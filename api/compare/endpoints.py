@@ -51,5 +51,4 @@ def compare(
     field of the runs' specs, a series per value of another, across experiments of any team
     that shared them. `permalink` is the same comparison as a page."""
     selection = service.Selection(experiments=experiment, runs=run, points=point)
-    return service.compare(session, team, selection, metric=metric, x=x, by=by or None,
-                           scope=scope)  # fmt: skip
+    return service.compare(session, team, selection, metric=metric, x=x, by=by, scope=scope)

@@ -169,6 +169,7 @@ def compare(
             listed[run.experiment_id] = browse.resolve(session, team.id, run.experiment_id)
     if by is None and len(listed) > 1:
         by = "experiment"
+    by = by or None  # "": one series of every run
     where = repository.selected(whole, points, run_ids)
     read = repository.aggregate_values if scope == "aggregate" else repository.flow_values
     order = {e: i for i, e in enumerate(listed)}

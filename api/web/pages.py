@@ -556,7 +556,7 @@ def compare_page(
     run: Annotated[list[str], Query(max_length=32)] = [],  # noqa: B006
     metric: Annotated[str, Query(max_length=64)] = "utilization",
     x: Annotated[str, Query(max_length=200)] = "",
-    by: Annotated[str, Query(max_length=200)] = "",
+    by: Annotated[str | None, Query(max_length=200)] = None,
     scope: Annotated[str, Query(max_length=16)] = "aggregate",
 ) -> Response:
     """The same comparison as GET /v1/compare, as a figure and a table; its address is its
@@ -571,7 +571,7 @@ def compare_page(
                 axes.append(axis)
     chosen_x = x or (axes[0] if axes else "experiment")
     result = comparisons.compare(session, token.team, selection, metric=metric, x=chosen_x,
-                                 by=by or None, scope=scope)  # type: ignore[arg-type]  # fmt: skip
+                                 by=by, scope=scope)  # type: ignore[arg-type]  # fmt: skip
     data = result.model_dump(mode="json")
     figure = _figure_json(plotly_figure(cross_comparison_figure_data(data)))
     return _render(
@@ -585,7 +585,7 @@ def compare_page(
         metrics=metrics_of("aggregate" if scope == "aggregate" else "flow"),
         selection={"experiment": experiment, "point": point, "run": run},
         x=chosen_x,
-        by=by,
+        by=result.by or "",
         scope=scope,
     )
 
