@@ -573,14 +573,13 @@ def compare_page(
     result = comparisons.compare(session, token.team, selection, metric=metric, x=chosen_x,
                                  by=by, scope=scope)  # type: ignore[arg-type]  # fmt: skip
     data = result.model_dump(mode="json")
-    figure = _figure_json(plotly_figure(cross_comparison_figure_data(data)))
+    cross_figure = _figure_json(plotly_figure(cross_comparison_figure_data(data)))
     return _render(
         request,
         "compare.html",
         token=token,
         comparison=result,
-        figure=figure,
-        metric_unit=METRICS[metric].unit,
+        cross_figure=cross_figure,
         paths=[*axes, *(p for p in COMMON_PATHS if p not in axes)],
         metrics=metrics_of("aggregate" if scope == "aggregate" else "flow"),
         selection={"experiment": experiment, "point": point, "run": run},
