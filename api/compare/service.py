@@ -36,6 +36,7 @@ from ccbench.errors import ValidationFailed
 from ccbench.runstate import RunStatus
 from schemas.matrix import get_path, unit_of_path
 from schemas.metrics import BIT_PER_S, BYTE, METRICS, SECOND, display_unit, metrics_of
+from schemas.units import Buffer, parse_buffer
 
 SPECIAL = ("experiment", "flow", "algorithm")
 FLOW_ONLY = ("flow", "algorithm")
@@ -132,11 +133,23 @@ class _Reader:
 
 
 def _ordered(keys: dict[str, Any]) -> list[str]:
-    """Numbers in numeric order, anything else in order of appearance."""
+    """Numbers in numeric order; buffers of one unit by their size; anything else in order of
+    appearance (`keys` is filled in the order that matters)."""
     values = list(keys.values())
     if values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
         return sorted(keys, key=lambda k: float(keys[k]))
+    buffers = [_buffer(v) for v in values]
+    if values and all(b is not None for b in buffers) and len({b.unit for b in buffers if b}) == 1:
+        size = {k: b.value for k, b in zip(keys, buffers, strict=True) if b is not None}
+        return sorted(keys, key=lambda k: size[k])
     return list(keys)
+
+
+def _buffer(value: Any) -> Buffer | None:
+    try:
+        return parse_buffer(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def compare(
@@ -184,14 +197,21 @@ def compare(
     by_reader = _Reader(by, scope, listed, specs) if by else None
 
     cells: dict[str, dict[str, list[Value]]] = defaultdict(lambda: defaultdict(list))
-    x_values: dict[str, Any] = {}
+    x_of: dict[str, list[Any]] = defaultdict(list)  # each experiment's x values in its order
     by_values: dict[str, Any] = {}
     for row in rows:
         xv = x_reader.value(row)
         bv = by_reader.value(row) if by_reader else None
-        x_values.setdefault(_key(xv), xv)
+        if xv not in x_of[row.experiment_id]:
+            x_of[row.experiment_id].append(xv)
         by_values.setdefault(_key(bv), bv)
         cells[_key(bv)][_key(xv)].append(row)
+    # x values in the order of the experiment that has the most of them (its matrix's order),
+    # then the others' new ones.
+    x_values: dict[str, Any] = {}
+    for sequence in sorted(x_of.values(), key=len, reverse=True):
+        for xv in sequence:
+            x_values.setdefault(_key(xv), xv)
     series = []
     for by_key in _ordered(by_values):
         points_out = []
