@@ -1,5 +1,5 @@
-"""Experiment commands, as a client of the REST API: submit, status, report, compare, export,
-cancel."""
+"""Experiment commands, as a client of the REST API: submit, status, report, export, cancel
+(browsing and comparing: cli/browse.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from cli.client import Client, ClientError, client
-from cli.render import fmt, print_report, run_line
+from cli.render import print_report, run_line
 from schemas.metrics import KEY_METRICS
 
 FINAL_EXPERIMENT = {"done", "failed", "cancelled"}
@@ -104,33 +104,6 @@ def plot_report(api: Client, report: dict[str, Any], directory: Path) -> list[Pa
             )
             written += save({metric: comparison_figure(comparison)}, directory, "compare-")
     return written
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    params = {"metric": args.metric, "x": args.x}
-    if args.by:
-        params["by"] = args.by
-    result = client().get(f"/v1/experiments/{args.id}/compare", params=params)
-    if args.plot:
-        from ccbench.plots.figures import comparison_figure
-
-        figure = comparison_figure(result)
-        figure.tight_layout()
-        figure.savefig(args.plot, dpi=150)
-        print(f"wrote {args.plot}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    print(f"{result['metric']} (median ± SIQR, n repetitions) against {result['x']}")
-    for series in result["series"]:
-        if result.get("by"):
-            print(f"{result['by']} = {series['by']}")
-        for point in series["points"]:
-            print(
-                f"  {result['x']}={point['x']}: {fmt(point['median'])} ± "
-                f"{fmt(point['siqr'])} (n={point['n']})"
-            )
-    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 from ccbench.settings import private_files
-from cli import experiments, hosts, local, tokens
+from cli import browse, experiments, hosts, local, tokens
 from cli.client import ClientError
-from schemas.metrics import metrics_of
 
 SCOPES = ["read", "write", "admin"]
 SCOPE_HELP = (
@@ -157,20 +156,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot", type=Path, metavar="DIR", help="also write figures (PNG) into DIR"
     )
     report.set_defaults(func=experiments.cmd_report)
-    compare = sub.add_parser(
-        "compare", help="one aggregate metric against a matrix axis, a series per value of another"
-    )
-    compare.add_argument("id")
-    compare.add_argument(
-        "--metric",
-        required=True,
-        help="one of: " + ", ".join(m.name for m in metrics_of("aggregate")),
-    )
-    compare.add_argument("--x", required=True, help="axis path, e.g. topology.bottleneck.buffer")
-    compare.add_argument("--by", help="axis path, e.g. 'flows[*].algorithm'")
-    compare.add_argument("--json", action="store_true")
-    compare.add_argument("--plot", type=Path, metavar="FILE", help="also draw it (PNG, SVG, PDF)")
-    compare.set_defaults(func=experiments.cmd_compare)
     export = sub.add_parser(
         "export", help="an experiment's runs, flows or time series as CSV or Parquet"
     )
@@ -190,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--json", action="store_true", help="print JSON")
     probe.set_defaults(func=local.cmd_probe)
+    browse.add_commands(sub)
     return parser
 
 
