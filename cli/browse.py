@@ -40,9 +40,10 @@ def add_commands(sub: Any) -> None:
     listing.add_argument("--access", choices=["own", "shared", "public"])
     listing.add_argument("--pinned", action="store_true", help="only the team's pinned ones")
     listing.add_argument(
-        "--sort", help="column, '-' first for descending: name, created, status, runs, team, "
-        "algorithms, testbed, tags, pinned or a metric (e.g. -utilization)",
+        "--sort", help="column: id, name, team, created, status, runs, algorithms, testbed, "
+        "tags, pinned or a metric (e.g. utilization); default: pinned first, then newest",
     )  # fmt: skip
+    listing.add_argument("--desc", action="store_true", help="sort descending")
     listing.add_argument("--page", type=int, default=1)
     listing.add_argument("--page-size", type=int, default=50)
     listing.add_argument("--json", action="store_true")
@@ -131,7 +132,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         "q": args.text, "tag": args.tag, "algorithm": args.algorithm, "param": args.param,
         "status": args.status, "created_after": args.since, "created_before": args.until,
         "team": args.team, "access": args.access, "pinned": True if args.pinned else None,
-        "sort": args.sort, "page": args.page, "page_size": args.page_size,
+        "sort": f"-{args.sort}" if args.sort and args.desc else args.sort,
+        "page": args.page, "page_size": args.page_size,
     }  # fmt: skip
     page = client().get("/v1/experiments", params={k: v for k, v in params.items() if v})
     if args.json:
