@@ -175,7 +175,7 @@ LISTINGS: list[tuple[str, dict[str, Any]]] = [
     ),  # fmt: skip
     (
         "param_units_page",
-        {"param": "topology.bottleneck.rate=0.1Gbit", "page": 5, "sort": "-created"},
+        {"param": "topology.bottleneck.rate=0.1Gbit", "page": 3, "sort": "-created"},
     ),  # fmt: skip
 ]
 
