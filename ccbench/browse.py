@@ -25,7 +25,15 @@ from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from ccbench.analysis.metrics import median
-from ccbench.db.models import Experiment, ExperimentFacet, ExperimentPin, ExperimentTag, Run, Team
+from ccbench.db.models import (
+    Campaign,
+    Experiment,
+    ExperimentFacet,
+    ExperimentPin,
+    ExperimentTag,
+    Run,
+    Team,
+)
 from ccbench.errors import NotFound, ValidationFailed
 from ccbench.runstate import ACTIVE, RunStatus
 from ccbench.sharing import Access, ResourceKind, accesses, only, readable
@@ -213,6 +221,32 @@ class Listed:
     pinned: bool
 
 
+def visible(team_id: str) -> ColumnElement[bool]:
+    """The experiments a team may read: its own, those shared with it (or public), and those
+    of campaigns shared with it (or public)."""
+    return or_(
+        readable(ResourceKind.experiment, team_id, Experiment.team_id, Experiment.id),
+        Experiment.campaign_id.in_(
+            select(Campaign.id).where(
+                Campaign.team_id != team_id,
+                readable(ResourceKind.campaign, team_id, Campaign.team_id, Campaign.id),
+            )  # fmt: skip
+        ),
+    )
+
+
+def _only(access: Access, team_id: str) -> ColumnElement[bool]:
+    """The experiments the team reads with exactly this access (a campaign's experiments with
+    their campaign's)."""
+    direct = only(access, ResourceKind.experiment, team_id, Experiment.team_id, Experiment.id)
+    if access == Access.own:
+        return direct
+    by_campaign = select(Campaign.id).where(
+        only(access, ResourceKind.campaign, team_id, Campaign.team_id, Campaign.id)
+    )
+    return or_(direct, Experiment.campaign_id.in_(by_campaign))
+
+
 def _pinned(team_id: str) -> ColumnElement[bool]:
     return Experiment.id.in_(
         select(ExperimentPin.experiment_id).where(ExperimentPin.team_id == team_id)
@@ -220,10 +254,9 @@ def _pinned(team_id: str) -> ColumnElement[bool]:
 
 
 def _where(team_id: str, filters: Filters) -> list[ColumnElement[bool]]:
-    kind = ResourceKind.experiment
-    clauses = [readable(kind, team_id, Experiment.team_id, Experiment.id)]
+    clauses = [visible(team_id)]
     if filters.access is not None:
-        clauses.append(only(filters.access, kind, team_id, Experiment.team_id, Experiment.id))
+        clauses.append(_only(filters.access, team_id))
     if filters.text:
         text = filters.text.strip()
         tagged = select(ExperimentTag.experiment_id).where(
@@ -355,6 +388,12 @@ def list_experiments(
 def _listed(session: Session, team_id: str, rows: list[tuple[Experiment, str]]) -> list[Listed]:
     ids = [e.id for e, _ in rows]
     how = accesses(session, ResourceKind.experiment, team_id, {e.id: e.team_id for e, _ in rows})
+    # Experiments of a campaign shared with the team: as the campaign is.
+    campaigns = {e.campaign_id: e.team_id for e, _ in rows if e.id not in how and e.campaign_id}
+    by_campaign = accesses(session, ResourceKind.campaign, team_id, campaigns)
+    for e, _ in rows:
+        if e.id not in how and e.campaign_id in by_campaign:
+            how[e.id] = by_campaign[e.campaign_id]
     pinned = set(
         session.scalars(
             select(ExperimentPin.experiment_id).where(
@@ -371,11 +410,10 @@ def _listed(session: Session, team_id: str, rows: list[tuple[Experiment, str]]) 
 def resolve(session: Session, team_id: str, id_or_prefix: str) -> Listed:
     """The experiment the team can read with this id or unique id prefix (at least 4 hex
     characters): NotFound when none, ValidationFailed naming the candidates when several."""
-    visible = readable(ResourceKind.experiment, team_id, Experiment.team_id, Experiment.id)
     rows = session.execute(
         select(Experiment, Team.name)
         .join(Team, Team.id == Experiment.team_id)
-        .where(id_matches(Experiment.id, id_or_prefix), visible)
+        .where(id_matches(Experiment.id, id_or_prefix), visible(team_id))
         .order_by(Experiment.id)
         .limit(6)
     ).all()

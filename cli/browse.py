@@ -90,9 +90,11 @@ def add_commands(sub: Any) -> None:
         pin.set_defaults(func=cmd_pin, pinned=pinned)
 
     share = sub.add_parser(
-        "share", help="share an experiment read-only with teams, or publicly (admin token)"
+        "share",
+        help="share an experiment (or a campaign) read-only with teams, or publicly (admin token)",
     )
     share.add_argument("id")
+    share.add_argument("--campaign", action="store_true", help="ID is a campaign's")
     share.add_argument("--team", action="append", default=[], help="share with this team")
     share.add_argument("--unshare", action="append", default=[], metavar="TEAM",
                        help="stop sharing with this team")  # fmt: skip
@@ -220,14 +222,15 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 def cmd_share(args: argparse.Namespace) -> int:
     api = client()
-    path = f"/v1/experiments/{args.id}/shares"
+    kind = "campaign" if args.campaign else "experiment"
+    path = f"/v1/{kind}s/{args.id}/shares"
     shares = api.get(path)
     if args.team or args.unshare or args.public or args.private:
         teams = (set(shares["teams"]) | set(args.team)) - set(args.unshare)
         public = True if args.public else False if args.private else shares["public"]
         shares = api.request("PUT", path, json={"teams": sorted(teams), "public": public})
     who = ", ".join(shares["teams"]) or "no other team"
-    print(f"experiment {args.id}: shared read-only with {who}"
+    print(f"{kind} {args.id}: shared read-only with {who}"
           + ("; public" if shares["public"] else ""))  # fmt: skip
     return 0
 

@@ -512,3 +512,40 @@ def test_two_runs_never_hold_one_host(team: str, unique: str) -> None:
     finally:
         with session_scope() as session:
             workerpool.stopped(session, worker)
+
+
+def test_a_shared_campaign_is_read_only_for_the_other_team(team: str) -> None:
+    """Campaigns share as experiments do (ccbench.sharing): the other team reads the campaign,
+    its report and its occurrences' experiments, marked shared; it cannot change it."""
+    made = campaign(team, count=2)
+    tick(T0)
+    [experiment] = experiments_of(made)
+    owner = token_of(team)
+    other = _other_team()
+    reader = token_of(other)
+    with session_scope() as session:
+        other_name = session.get(Team, other).name  # type: ignore[union-attr]
+    assert api().get(f"/v1/campaigns/{made}", headers=reader).status_code == 404
+    assert api().get(f"/v1/experiments/{experiment.id}", headers=reader).status_code == 404
+    shared = api().put(f"/v1/campaigns/{made}/shares", json={"teams": [other_name]},
+                       headers=owner)  # fmt: skip
+    assert shared.status_code == 200 and shared.json()["teams"] == [other_name], shared.text
+
+    seen = api().get("/v1/campaigns", headers=reader).json()["items"]
+    assert [(c["id"], c["access"]) for c in seen] == [(made, "shared")]
+    assert api().get(f"/v1/campaigns/{made}/report", headers=reader).status_code == 200
+    listed = api().get("/v1/experiments", params={"access": "shared"}, headers=reader).json()
+    assert [(e["id"], e["access"]) for e in listed["items"]] == [(experiment.id, "shared")]
+    assert api().get(f"/v1/experiments/{experiment.id}", headers=reader).status_code == 200
+    for method, path in (("POST", f"/v1/campaigns/{made}/pause"),
+                         ("POST", f"/v1/campaigns/{made}/stop"),
+                         ("PATCH", f"/v1/campaigns/{made}"),
+                         ("PUT", f"/v1/campaigns/{made}/shares"),
+                         ("POST", f"/v1/experiments/{experiment.id}/cancel")):  # fmt: skip
+        body = {} if method != "POST" else None
+        refused = api().request(method, path, json=body, headers=reader)
+        assert refused.status_code == 403, (method, path, refused.text)
+    # Unshared: gone again, with its experiments.
+    api().put(f"/v1/campaigns/{made}/shares", json={}, headers=owner)
+    assert api().get(f"/v1/campaigns/{made}", headers=reader).status_code == 404
+    assert api().get(f"/v1/experiments/{experiment.id}", headers=reader).status_code == 404

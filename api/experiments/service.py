@@ -96,9 +96,7 @@ def detail(session: Session, team: Team, listed: Listed) -> ExperimentDetail:
     reruns = session.scalars(
         select(Experiment.id)
         .where(Experiment.source_experiment_id == experiment.id)
-        .where(
-            sharing.readable(ResourceKind.experiment, team.id, Experiment.team_id, Experiment.id)
-        )
+        .where(browse.visible(team.id))
         .order_by(Experiment.created_at)
     ).all()
     return ExperimentDetail(

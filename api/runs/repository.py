@@ -1,4 +1,4 @@
-"""Queries on runs, of the experiments a team may read (its own, shared with it, public)."""
+"""Queries on runs, of the experiments a team may read (ccbench.browse.visible)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -6,9 +6,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ccbench.browse import id_matches
+from ccbench.browse import id_matches, visible
 from ccbench.db.models import Experiment, Run, RunSeries
-from ccbench.sharing import ResourceKind, readable
 
 
 def find_for_team(session: Session, team_id: str, run_id: str) -> Sequence[Run]:
@@ -18,7 +17,7 @@ def find_for_team(session: Session, team_id: str, run_id: str) -> Sequence[Run]:
         .join(Experiment, Experiment.id == Run.experiment_id)
         .where(
             id_matches(Run.id, run_id),
-            readable(ResourceKind.experiment, team_id, Experiment.team_id, Experiment.id),
+            visible(team_id),
         )
         .order_by(Run.id)
         .limit(6)

@@ -40,7 +40,6 @@ from api.experiments.export import Table, compare, export_csv, export_parquet
 from api.experiments.report import build_experiment_report
 from api.experiments.schemas import PAGE_MAX, ExperimentPatch
 from api.runs import service as runs
-from ccbench.plots.campaign import campaign_figure_data
 from api.runs.endpoints import bundle_response
 from api.runs.repository import series_of_experiment
 from ccbench import browse
@@ -48,6 +47,7 @@ from ccbench import experiments as submissions
 from ccbench.db.models import ApiToken
 from ccbench.dispatch import dispatch_quietly
 from ccbench.errors import CCBenchError, NotFound, ValidationFailed
+from ccbench.plots.campaign import campaign_figure_data
 from ccbench.plots.model import (
     comparison_figure_data,
     cross_comparison_figure_data,
@@ -599,7 +599,8 @@ def campaigns_page(
     page_size = 50
     items, total = campaigns.list_campaigns(session, token.team, None, (page - 1) * page_size,
                                             page_size)  # fmt: skip
-    return _render(request, "campaigns.html", token=token, campaigns=items, total=total,
+    listed = [(c, campaigns.summary(session, token.team, c)) for c in items]
+    return _render(request, "campaigns.html", token=token, campaigns=listed, total=total,
                    page=page, pages=max(1, -(-total // page_size)))  # fmt: skip
 
 
@@ -629,7 +630,7 @@ def campaign_page(
         "campaign.html",
         status_code,
         token=token,
-        campaign=campaigns.detail(session, campaign),
+        campaign=campaigns.detail(session, token.team, campaign),
         report=report,
         figures=figures,
         error=error,
