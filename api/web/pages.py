@@ -28,11 +28,13 @@ from fastapi.responses import (
     Response,
 )
 from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError as PydanticValidationError
 from sqlalchemy.orm import Session
 
 from api.campaigns import service as campaigns
 from api.campaigns.report import build_campaign_report
 from api.compare import service as comparisons
+from api.compare.schemas import Scope as CompareScope
 from api.deps import DbSession, get_session
 from api.errors import status_of
 from api.experiments import repository, service
@@ -59,8 +61,8 @@ from ccbench.settings import get_settings
 from ccbench.sharing import Access
 from ccbench.teams import Scope, authenticate, require_scope
 from ccbench.version import CCBENCH_VERSION
-from schemas import Algorithm
-from schemas.limits import DESCRIPTION_MAX, NAME_MAX
+from schemas import Algorithm, errors_of
+from schemas.limits import NAME_MAX
 from schemas.metrics import (
     KEY_METRICS,
     METRICS,
@@ -383,10 +385,11 @@ async def annotate(
     tags = [t.strip() for t in _one(form, "tags").split(",") if t.strip()]
     try:
         patch = ExperimentPatch(name=_one(form, "name") or None,
-                                description=_one(form, "description")[:DESCRIPTION_MAX + 1],
+                                description=_one(form, "description"),
                                 notes=_one(form, "notes"), tags=tags)  # fmt: skip
-    except ValueError as exc:
-        raise ValidationFailed.field("annotations", str(exc).splitlines()[0]) from exc
+    except PydanticValidationError as exc:
+        errors = [{"field": e["loc"], "reason": e["msg"]} for e in errors_of(exc)]
+        raise ValidationFailed.of(errors, "invalid annotations") from exc
     service.annotate(session, token.team, experiment_id, patch)
     session.commit()
     return _back(form, f"/ui/experiments/{experiment_id}")
@@ -557,12 +560,10 @@ def compare_page(
     metric: Annotated[str, Query(max_length=64)] = "utilization",
     x: Annotated[str, Query(max_length=200)] = "",
     by: Annotated[str | None, Query(max_length=200)] = None,
-    scope: Annotated[str, Query(max_length=16)] = "aggregate",
+    scope: Annotated[CompareScope, Query()] = "aggregate",
 ) -> Response:
     """The same comparison as GET /v1/compare, as a figure and a table; its address is its
     permalink."""
-    if scope not in ("aggregate", "flow"):
-        raise ValidationFailed.field("scope", "aggregate or flow")
     selection = comparisons.Selection(experiments=experiment, runs=run, points=point)
     axes: list[str] = []
     for ref in experiment:
@@ -571,7 +572,7 @@ def compare_page(
                 axes.append(axis)
     chosen_x = x or (axes[0] if axes else "experiment")
     result = comparisons.compare(session, token.team, selection, metric=metric, x=chosen_x,
-                                 by=by, scope=scope)  # type: ignore[arg-type]  # fmt: skip
+                                 by=by, scope=scope)  # fmt: skip
     data = result.model_dump(mode="json")
     cross_figure = _figure_json(plotly_figure(cross_comparison_figure_data(data)))
     return _render(
