@@ -244,3 +244,55 @@ def test_docs_render_with_only_loopback(tmp_path: Path) -> None:
     for page in (swagger, redoc):
         assert page["errors"] == [], page
         assert page["resources"] and all(r.startswith(report["url"]) for r in page["resources"])
+
+
+def test_page_forms_follow_the_token_scope_and_ownership(unique: str) -> None:
+    """The experiment page's forms (annotate, pin, share, run again, cancel) through the ASGI
+    app with the page's cookie: what they change, and what a read token or another team may
+    not."""
+    from fastapi.testclient import TestClient
+
+    from api.app import app
+    from tests.test_web import logged_in
+
+    with session_scope() as session:
+        owner = teams.create_team(session, f"forms-{unique}")
+        admin = teams.create_token(session, owner, "admin")
+        reader = teams.create_token(session, owner, "read", scope=teams.Scope.read)
+        other = teams.create_team(session, f"forms-other-{unique}")
+        other_token = teams.create_token(session, other, "admin")
+        other_name = other.name
+    experiment_id = submit(TestClient(app), admin, {**EXAMPLE, "name": f"forms-{unique}"})
+    page = f"/ui/experiments/{experiment_id}"
+    client = logged_in(admin)
+    done = client.post(f"{page}/annotate", data={"name": "renamed", "tags": "a, b",
+                                                 "description": "d", "notes": "n"})  # fmt: skip
+    assert done.status_code == 303 and done.headers["location"] == page
+    shown = client.get(page).text
+    assert "renamed" in shown and "<strong>Notes:</strong> n" in shown
+    bad = client.post(f"{page}/annotate", data={"name": "x" * 101})
+    assert bad.status_code == 422 and "name:" in bad.text
+    assert client.post(f"{page}/pin", data={"pinned": "yes"}).status_code == 303
+    assert "★ pinned" in client.get(page).text
+    assert client.post(f"{page}/shares", data={"teams": other_name}).status_code == 303
+    assert f"Shared read-only with: {other_name}." in client.get(page).text
+    again = client.post(f"{page}/rerun", data={"edits": "duration: 7s"})
+    assert again.status_code == 303 and again.headers["location"].startswith("/ui/experiments/")
+    assert 'Runs <a href="/ui/experiments/' in client.get(again.headers["location"]).text
+    wrong = client.post(f"{page}/rerun", data={"edits": "- not a mapping"})
+    assert wrong.status_code == 422 and "edits" in wrong.text
+
+    read_only = logged_in(reader)
+    for form, data in (("annotate", {"notes": "x"}), ("pin", {}), ("rerun", {}),
+                       ("cancel", {}), ("shares", {"teams": ""})):  # fmt: skip
+        refused = read_only.post(f"{page}/{form}", data=data)
+        assert refused.status_code == 403 and "scope is read" in refused.text, form
+    assert "annotate-form" not in read_only.get(page).text  # no form it could not use
+
+    theirs = logged_in(other_token)
+    shared_page = theirs.get(page).text
+    assert "shared: read-only" in shared_page and "annotate-form" not in shared_page
+    assert theirs.post(f"{page}/cancel").status_code == 403
+    assert theirs.post(f"{page}/annotate", data={"notes": "x"}).status_code == 403
+    assert theirs.get(f"{page}/export.csv").status_code == 200
+    assert client.post(f"{page}/cancel").status_code == 303
