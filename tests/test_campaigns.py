@@ -545,6 +545,13 @@ def test_a_shared_campaign_is_read_only_for_the_other_team(team: str) -> None:
         body = {} if method != "POST" else None
         refused = api().request(method, path, json=body, headers=reader)
         assert refused.status_code == 403, (method, path, refused.text)
+    # Its page and the page's export link, with the other team's login.
+    from tests.test_web import logged_in
+
+    page = logged_in(reader["Authorization"].split()[1])
+    assert "shared: read-only" in page.get(f"/ui/campaigns/{made}").text
+    export = page.get(f"/ui/campaigns/{made}/export.csv")
+    assert export.status_code == 200 and export.text.startswith("occurrence_due_at,"), export.text
     # Unshared: gone again, with its experiments.
     api().put(f"/v1/campaigns/{made}/shares", json={}, headers=owner)
     assert api().get(f"/v1/campaigns/{made}", headers=reader).status_code == 404

@@ -33,6 +33,8 @@ from sqlalchemy.orm import Session
 
 from api.campaigns import service as campaigns
 from api.campaigns.report import build_campaign_report
+from api.campaigns.report import export_csv as campaign_csv
+from api.campaigns.report import export_parquet as campaign_parquet
 from api.compare import service as comparisons
 from api.compare.schemas import Scope as CompareScope
 from api.deps import DbSession, get_session
@@ -644,6 +646,22 @@ def campaign_page(
         page=page,
         pages=max(1, -(-total // page_size)),
     )
+
+
+@router.get("/campaigns/{campaign_id}/export.{fmt}")
+def campaign_export(campaign_id: str, fmt: str, session: DbSession, token: PageToken) -> Response:
+    """The API's campaign exports for the page's links (the page's cookie is all they need)."""
+    campaign = campaigns.get_campaign(session, token.team, campaign_id)
+    disposition = {
+        "Content-Disposition": f'attachment; filename="campaign-{campaign.id[:8]}.{fmt}"'
+    }
+    if fmt == "csv":
+        return Response(campaign_csv(session, campaign), media_type="text/csv",
+                        headers=disposition)  # fmt: skip
+    if fmt == "parquet":
+        data = campaign_parquet(session, campaign)
+        return Response(data, media_type="application/vnd.apache.parquet", headers=disposition)
+    raise NotFound(f"no export format {fmt!r} (csv or parquet)")
 
 
 def install_page_handlers(app: FastAPI) -> None:
