@@ -136,6 +136,26 @@ def test_sweep_removes_controllers_of_runs_that_are_gone(tmp_path: Path) -> None
         bpf.unregister(alive.name)
 
 
+def test_each_attempt_of_a_run_has_its_own_controller_names(tmp_path: Path) -> None:
+    """A retry never meets the controller a killed attempt left: names (and ring buffer names)
+    are derived from the run id and the attempt number, and still fit 15 bytes."""
+    spec = ExperimentSpec.model_validate(
+        single_flow({"algorithm": "bfa", "runtime": "bpf"}, "1bdp", "4s")
+    )
+    names = [
+        plan_for_spec(spec, run_id="r1", out_dir=tmp_path, settings=get_settings(), attempt=a)
+        .controllers[0]
+        .name
+        for a in (1, 2)
+    ]
+    assert names[0] == bpf.controller_name(bpf.attempt_key("r1", 1), 0, "bfa")
+    assert names[1] == bpf.controller_name(bpf.attempt_key("r1", 2), 0, "bfa")
+    assert names[0] != names[1]
+    assert len({bpf.trace_map_name(n) for n in names}) == 2
+    longest = bpf.controller_name(bpf.attempt_key("f" * 32, 99), 15, "alpha_paced_westwood")
+    assert len(longest) == 15 and bpf.NAME_PATTERN.match(longest)
+
+
 # --- behaviour through the emulated bottleneck ------------------------------------------------
 
 

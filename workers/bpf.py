@@ -2,17 +2,19 @@
 
 Each algorithm is one object, `agents/kernel/build/<id>.bpf.o` (built by `agents/kernel/Makefile`).
 For a run, the loader copies the object and writes into the copy (1) the spec's tunables, the
-`const volatile` globals the object declares in .rodata, and (2) a per-run controller name in
-place of the placeholder `ccb_<id>` in its struct_ops section; then `bpftool struct_ops
+`const volatile` globals the object declares in .rodata, and (2) a per-attempt controller name
+in place of the placeholder `ccb_<id>` in its struct_ops section; then `bpftool struct_ops
 register` loads it. The kernel keeps a registered controller after bpftool exits, in one list
 for every network namespace, so flows in the run's sandbox select it with TCP_CONGESTION.
 
-Names are `cb<run tag><k>_<id>` (15 bytes at most): the run tag (6 hex digits of the run id's
-hash) keeps concurrent runs apart, k tells apart one run's controllers of the same algorithm
-with different parameters. Each controller's state-trace ring buffer is renamed the same way,
-`ct<run tag><k>_trace`, so the worker finds its own (workers/bpf_trace.py reads it). Teardown
-unregisters by map id; `sweep` removes what a killed worker left behind (controllers of runs
-that are not running)."""
+Names are `cb<tag><k>_<id>` (15 bytes at most): the tag is 6 hex digits of the hash of the
+run's attempt (`attempt_key`: run id and attempt number), k tells apart one attempt's
+controllers of the same algorithm with different parameters. Concurrent runs stay apart, and so
+do the attempts of one run: the retry of a run whose worker was killed never meets the
+controller its dead attempt left. Each controller's state-trace ring buffer is renamed the same
+way, `ct<tag><k>_trace`, so the worker finds its own (workers/bpf_trace.py reads it). Teardown
+unregisters by map id; `sweep` removes what a killed worker left behind (controllers of
+attempts that are not running)."""
 
 from __future__ import annotations
 
@@ -44,8 +46,14 @@ class BpfError(RuntimeError):
     pass
 
 
-def run_tag(run_id: str) -> str:
-    return hashlib.sha256(run_id.encode()).hexdigest()[:6]
+def attempt_key(run_id: str, attempt: int) -> str:
+    """What a run attempt's controller names are derived from (its run directory's path)."""
+    return f"{run_id}/attempt-{attempt}"
+
+
+def run_tag(key: str) -> str:
+    """6 hex digits of `key` (an attempt_key; tests and tools use any string)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:6]
 
 
 def symbol_values(algorithm: str, params: dict[str, float]) -> dict[str, int]:
@@ -57,10 +65,11 @@ def symbol_values(algorithm: str, params: dict[str, float]) -> dict[str, int]:
     return values
 
 
-def controller_name(run_id: str, k: int, algorithm: str) -> str:
+def controller_name(key: str, k: int, algorithm: str) -> str:
+    """The name of controller `k` of the attempt `key` (attempt_key)."""
     if not 0 <= k < 16:
         raise BpfError("a run can load at most 16 BPF controllers")
-    return f"cb{run_tag(run_id)}{k:x}_{algorithm}"[: OPS_NAME_LEN - 1]
+    return f"cb{run_tag(key)}{k:x}_{algorithm}"[: OPS_NAME_LEN - 1]
 
 
 def trace_map_name(controller: str) -> str:
@@ -259,8 +268,8 @@ def loaded(
 
 
 def sweep(active_run_ids: Iterable[str]) -> list[str]:
-    """Unregister ccbench controllers whose run is not among `active_run_ids` (left by a killed
-    worker). Returns the names removed."""
+    """Unregister ccbench controllers whose attempt is not among `active_run_ids` (attempt
+    keys; left by a killed worker). Returns the names removed."""
     keep = {run_tag(r) for r in active_run_ids}
     removed = []
     for name in registered():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ccbench.db.runs import active_run_ids
+from ccbench.db.runs import active_attempts
 from ccbench.db.session import session_scope
 from ccbench.hosts import HostAccess
 from ccbench.settings import Settings
@@ -33,12 +33,14 @@ class TestbedContext:
 
 
 def active_runs() -> list[str]:
+    """The attempts being executed now, as bpf.attempt_key names them."""
     with session_scope() as session:
-        return active_run_ids(session)
+        return [bpf.attempt_key(run_id, attempt) for run_id, attempt in active_attempts(session)]
 
 
 def sweep_orphan_controllers() -> list[str]:
-    """Unregister ccbench BPF controllers whose run is no longer active (a killed worker's)."""
+    """Unregister ccbench BPF controllers whose attempt is no longer active (a killed
+    worker's)."""
     return bpf.sweep(active_runs())
 
 

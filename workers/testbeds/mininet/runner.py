@@ -66,8 +66,9 @@ class MininetTestbed:
     ) -> None:
         self.sandbox_python = sandbox_python
         self.poll_s = poll_s
-        # Run ids still active in the database: BPF controllers of any other run were left by
-        # a killed worker and are removed before this run registers its own.
+        # The attempts still active in the database (bpf.attempt_key): BPF controllers of any
+        # other attempt were left by a killed worker and are removed before this run registers
+        # its own.
         self.active_runs = active_runs
 
     def run(
