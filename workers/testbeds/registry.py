@@ -13,6 +13,7 @@ from ccbench.db.session import session_scope
 from ccbench.hosts import HostAccess
 from ccbench.settings import Settings
 from workers import bpf
+from workers.bpf_ledger import default_ledger
 from workers.testbeds.base import Testbed
 from workers.testbeds.hosts.backend import HostsTestbed, load_hosts
 from workers.testbeds.mininet.runner import MininetTestbed
@@ -39,9 +40,11 @@ def active_runs() -> list[str]:
 
 
 def sweep_orphan_controllers() -> list[str]:
-    """Unregister ccbench BPF controllers whose attempt is no longer active (a killed
-    worker's)."""
-    return bpf.sweep(active_runs())
+    """Unregister this installation's BPF controllers whose run attempt is no longer active
+    (a killed worker's); pending ones are checked again by the next sweep."""
+    if not default_ledger().names():
+        return []  # nothing of ours: no bpftool, no query
+    return bpf.sweep(active_runs)
 
 
 def _mininet(context: TestbedContext) -> Testbed:
