@@ -34,11 +34,11 @@ socket closes. Pending is never a failure, neither of the run that ended (its te
 per controller is recorded, provenance `bpf_teardown`) nor of a run that sweeps; the ledger
 keeps the entry, marked pending, and later sweeps drop it once the kernel has freed it.
 
-**The sweep** (before each BPF run) unregisters the ledger's controllers whose attempt is not
-active: a finished, failed or requeued run's, and an older attempt's of a run that is running
-again. It asks which attempts are active only once it holds the ledger's lock, so a run
-registering meanwhile (claimed before it writes its ledger entry) is never taken for an
-orphan."""
+**The sweep** (before each BPF run, and every reaper interval in each worker's main process)
+unregisters the ledger's controllers whose attempt is not active: a finished, failed or
+requeued run's, and an older attempt's of a run that is running again. It asks which attempts
+are active only once it holds the ledger's lock, so a run registering meanwhile (claimed before
+it writes its ledger entry) is never taken for an orphan."""
 
 from __future__ import annotations
 

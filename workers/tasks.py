@@ -39,6 +39,10 @@ def _private_files(**_kwargs: Any) -> None:
 def _start_upkeep(**_kwargs: Any) -> None:
     from ccbench.reaper import reap_stale_runs
     from ccbench.upkeep import start_upkeep_thread
+    from workers.testbeds.registry import sweep_orphan_controllers
 
     reap_stale_runs()
-    start_upkeep_thread()
+    # BPF controllers of runs that died with their pool process are removed here, in the main
+    # process, soon after the reaper takes the run back (not only before the next BPF run);
+    # pending ones are checked again each time.
+    start_upkeep_thread(chores={"BPF sweep": sweep_orphan_controllers})
