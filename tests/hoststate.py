@@ -71,7 +71,7 @@ class HostState:
             netns=frozenset(_run("ip", "netns", "list").split()),
             qdiscs=frozenset(_run("tc", "qdisc", "show").splitlines()),
             iptables=iptables,
-            nft=_run("nft", "list", "ruleset"),
+            nft=_run("nft", "-s", "list", "ruleset"),  # -s: without counters
             processes=frozenset(_agent_processes()),
             congestion_controls=frozenset(
                 _run("cat", "/proc/sys/net/ipv4/tcp_available_congestion_control").split()
