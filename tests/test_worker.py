@@ -6,8 +6,10 @@ leaves nothing running and no run stuck."""
 from __future__ import annotations
 
 import copy
+import json
+import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from ccbench.db.session import session_scope
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
 from tests.processes import Worker
+from tests.services import cancel_leftover_runs
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
 
@@ -210,4 +213,98 @@ def test_require_checks_fails_a_run_outside_tolerance_but_keeps_its_results(
     assert "rate: " in (row.error or "") and row.aggregate["checks"]
     with session_scope() as session:
         assert session.query(FlowResult).filter_by(run_id=run_id).count() == 2
+    assert HostState.capture().leftovers_since(host_state) == []
+
+
+# Short runs, fast reaping: a killed run's heartbeat is stale after HEARTBEAT_TIMEOUT_S and every
+# worker reaps and dispatches several times a second.
+KILL_RETRY_ENV = {
+    "CCBENCH_HEARTBEAT_INTERVAL_S": "0.25",
+    "CCBENCH_HEARTBEAT_TIMEOUT_S": "4",
+    "CCBENCH_REAPER_INTERVAL_S": "0.5",
+    "CCBENCH_DISPATCH_INTERVAL_S": "0.25",
+}
+KILLS_PER_RUNTIME = 10
+
+
+def kill_retry_spec(i: int, bpf: bool) -> dict[str, Any]:
+    spec = short_example(2, f"killed-{'bpf' if bpf else 'kernel'}-{i}")
+    spec["measurement"] = {"skip_start": "1s"}
+    if bpf:
+        spec["flows"] = [{"algorithm": "bfa" if i % 2 else "reno", "runtime": "bpf"}]
+    return spec
+
+
+def run_rows(run_ids: Iterable[str]) -> dict[str, Run]:
+    with session_scope() as session:
+        rows = session.query(Run).filter(Run.id.in_(list(run_ids))).all()
+        session.expunge_all()
+        return {r.id: r for r in rows}
+
+
+def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
+    client: TestClient, team_token: tuple[str, str], host_state: HostState, tmp_path: Path
+) -> None:
+    """The pool process running a run is SIGKILLed while the run is running, 10 times during
+    BPF runs (its controller registered) and 10 times during kernel-TCP runs, two runs at a
+    time on two workers: the reaper queues each killed run again, the dispatcher sends it, and
+    the retry ends `done`. Afterwards no controller, namespace, process, NFQUEUE rule or qdisc
+    of any attempt is left."""
+    from ccbench import rundir
+    from workers import bpf
+
+    _, token = team_token
+    env = {**os.environ, **KILL_RETRY_ENV}
+    cancel_leftover_runs()
+    workers = [Worker(tmp_path / f"worker-{i}.log", env) for i in (0, 1)]
+    try:
+        started = time.monotonic()
+        runs: dict[str, bool] = {}  # run id -> runs a BPF controller
+        for i in range(KILLS_PER_RUNTIME):
+            for is_bpf in (True, False):
+                runs[submit(client, token, kill_retry_spec(i, is_bpf))[1]] = is_bpf
+        killed: dict[str, list[str]] = {}  # run id -> its controllers, registered when killed
+        runs_dir = get_settings().runs_dir
+        while True:
+            rows = run_rows(runs)
+            for run_id, row in rows.items():
+                if run_id in killed or row.status != "running" or row.attempt != 1:
+                    continue
+                plan = json.loads(
+                    (rundir.attempt_dir(runs_dir, run_id, 1) / "plan.json").read_text()
+                )
+                controllers = [c["name"] for c in plan["controllers"]]
+                assert set(controllers) <= set(bpf.registered()), controllers
+                [owner] = [w for w in workers if w.id == row.worker_id]
+                owner.kill_pool_process()
+                killed[run_id] = controllers
+            if all(r.status in ("done", "failed", "cancelled") for r in rows.values()):
+                break
+            assert time.monotonic() - started < 240, {r: rows[r].status for r in rows}
+            time.sleep(0.05)
+        finished = time.monotonic() - started
+        failures = {r: (row.attempt, row.error) for r, row in rows.items() if row.status != "done"}
+        attempts = sorted(row.attempt for row in rows.values())
+        bpf_kills = sum(1 for r in killed if runs[r])
+        print(f"kill test: {len(killed)} kills ({bpf_kills} during BPF runs), "
+              f"{len(rows) - len(failures)}/{len(rows)} runs done in {finished:.1f} s, "
+              f"attempts {attempts}")  # fmt: skip
+        assert failures == {}
+        assert bpf_kills == KILLS_PER_RUNTIME and len(killed) == 2 * KILLS_PER_RUNTIME
+        assert all(row.attempt == 2 for row in rows.values())  # done on the first retry
+        # The killed attempts' controllers are swept while the workers keep running; pending
+        # ones go when the kernel drops the dead sandboxes' orphaned sockets.
+        left: list[str] = []
+
+        def nothing_left() -> bool:
+            left[:] = HostState.capture().leftovers_since(host_state)
+            return not left
+
+        try:
+            wait_for(nothing_left, 60, "the killed attempts' leftovers to go")
+        finally:
+            print(f"kill test: leftovers {left} {time.monotonic() - started:.1f} s after the start")
+    finally:
+        for w in workers:
+            w.stop()
     assert HostState.capture().leftovers_since(host_state) == []

@@ -51,6 +51,13 @@ READY_TIMEOUT_S = 10.0
 # Senders connect first and start sending together this long after they were launched.
 START_MARGIN_S = 0.3
 SENDER_GRACE_S = 15.0
+# Retransmission timeouts in a row after which the kernel drops a socket its application has
+# closed (tcp_orphan_retries; the kernel's 0 means 8, about two minutes). When the sandbox is
+# killed mid-run (its worker died), the senders' sockets are orphaned into a network without
+# its emulator, and each keeps the namespaces and its BPF controller alive (the controller
+# stays pending, workers/bpf.py) until the kernel gives up: 3 ends that after 15 RTOs. An
+# orphan that gets ACKs is not affected (the count restarts), so neither is a run.
+ORPHAN_RETRIES = 3
 
 
 class SandboxError(Exception):
@@ -227,6 +234,8 @@ class Sandbox:
         for router in self.topo.routers:
             self.run(router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         self.size_tcp_buffers()
+        for host in [*self.topo.senders, *self.topo.receivers]:
+            self.run(host, "sysctl", "-qw", f"net.ipv4.tcp_orphan_retries={ORPHAN_RETRIES}")
         for route in self.topo.routes:
             self.run(route.node, "ip", "route", "add", route.destination, "via", route.via)
 
