@@ -5,7 +5,6 @@ in .env.example, only the worker privileged, only the API published and on 127.0
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from ccbench.settings import REPO_ROOT
+from tests.deploy.tools import cached_tool
 
 COMPOSE = REPO_ROOT / "docker-compose.yml"
 ENV_EXAMPLE = REPO_ROOT / ".env.example"
@@ -21,17 +21,7 @@ ENV_EXAMPLE = REPO_ROOT / ".env.example"
 
 @pytest.fixture(scope="module")
 def compose_check() -> str:
-    if shutil.which("go") is None:
-        pytest.skip("compose-check is built with Go, which is not installed")
-    done = subprocess.run(
-        [str(REPO_ROOT / "scripts" / "tools.sh"), "compose-check"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip()
+    return cached_tool("compose-check", timeout_s=600)
 
 
 def check(tool: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,6 @@ Helm is built from the Go module proxy into a cache outside the repository on fi
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from ccbench.settings import REPO_ROOT
+from tests.deploy.tools import cached_tool
 
 CHART = REPO_ROOT / "helm" / "ccbench"
 VALUE_SETS = {
@@ -39,17 +39,7 @@ Manifest = dict[str, Any]
 
 @pytest.fixture(scope="module")
 def helm() -> str:
-    if shutil.which("go") is None:
-        pytest.skip("helm is built with `go install` and Go is not installed")
-    done = subprocess.run(
-        [str(REPO_ROOT / "scripts" / "tools.sh"), "helm"],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    assert done.returncode == 0, f"building helm failed:\n{done.stderr[-3000:]}"
-    return done.stdout.strip()
+    return cached_tool("helm", timeout_s=1200)
 
 
 def render(
