@@ -145,6 +145,7 @@ def stack(images: None, tmp_path: Path) -> Iterator[Stack]:
     )
     stack = Stack(f"ccbtest{secrets.token_hex(4)}", tmp_path, f"http://127.0.0.1:{port}", token)
     before = HostState.capture()
+    volumes_before = set(podman("volume", "ls", "--quiet").split())
     subnet = ""
     try:
         started = time.monotonic()
@@ -161,6 +162,7 @@ def stack(images: None, tmp_path: Path) -> Iterator[Stack]:
         podman("network", "rm", "--force", f"{stack.project}_default", check=False)
         assert down.returncode == 0, down.stderr
     assert stack.leftovers() == {"containers": "", "volumes": "", "networks": ""}
+    assert set(podman("volume", "ls", "--quiet").split()) == volumes_before  # none anonymous
     after = HostState.capture()
     for name in ("links", "netns", "qdiscs", "processes", "congestion_controls", "bpf_maps"):
         assert getattr(after, name) - getattr(before, name) == set(), name
@@ -201,6 +203,8 @@ def test_example_runs_through_the_compose_stack(stack: Stack) -> None:
         stack.psql("SELECT capabilities FROM workers WHERE id = 'compose-worker'")
     )
     assert "mininet" in capabilities["testbeds"] and capabilities["nfqueue"], capabilities
+    # The kernel accepted the BPF controllers built in the container (struct_ops registration).
+    assert "reno" in capabilities["bpf"], capabilities
 
     client_env = {k: v for k, v in os.environ.items() if not k.startswith("CCBENCH_")}
     client_env.update(CCBENCH_API_URL=stack.api_url, CCBENCH_TOKEN=stack.token,
