@@ -76,7 +76,7 @@ def one(manifests: list[Manifest], kind: str, component: str) -> Manifest:
 
 
 def pod_spec(m: Manifest) -> dict[str, Any]:
-    spec: dict[str, Any] = m["spec"]["template"]["spec"]
+    spec: dict[str, Any] = m["spec"] if m["kind"] == "Pod" else m["spec"]["template"]["spec"]
     return spec
 
 
@@ -134,6 +134,7 @@ def test_api_scheduler_and_job_run_unprivileged_on_a_read_only_root(helm: str, n
         ("Deployment", "api"),
         ("Deployment", "scheduler"),
         ("Job", "bootstrap"),
+        ("Pod", "api-test"),
     ):
         m = one(manifests, kind, component)
         spec = pod_spec(m)
@@ -144,6 +145,8 @@ def test_api_scheduler_and_job_run_unprivileged_on_a_read_only_root(helm: str, n
             assert sc["readOnlyRootFilesystem"] is True, component
             assert sc["allowPrivilegeEscalation"] is False, component
             assert sc["capabilities"]["drop"] == ["ALL"], component
+            if component == "api-test":
+                continue  # writes nothing
             # What it writes is a volume: the state directory and /tmp.
             volumes = {v["name"]: v for v in spec["volumes"]}
             mounts = {vm["mountPath"]: volumes[vm["name"]] for vm in c["volumeMounts"]}
@@ -187,9 +190,26 @@ def test_migrations_are_a_hook_that_runs_before_everything(helm: str) -> None:
     secret_notes = secrets[0]["metadata"]["annotations"]
     assert set(secret_notes["helm.sh/hook"].split(",")) == {"pre-install", "pre-upgrade"}
     assert int(secret_notes["helm.sh/hook-weight"]) < int(notes.get("helm.sh/hook-weight", 0))
-    # Everything else is an ordinary resource, created after the hooks succeeded.
-    others = [m for m in manifests if m["kind"] not in ("Job", "Secret")]
-    assert all("helm.sh/hook" not in m["metadata"].get("annotations", {}) for m in others)
+    # Everything else is an ordinary resource, created after the hooks succeeded (but the
+    # `helm test` Pod).
+    hooks = {
+        m["kind"]: m["metadata"]["annotations"]["helm.sh/hook"]
+        for m in manifests
+        if "helm.sh/hook" in m["metadata"].get("annotations", {})
+    }
+    assert hooks == {
+        "Job": notes["helm.sh/hook"],
+        "Secret": secret_notes["helm.sh/hook"],
+        "Pod": "test",
+    }
+
+
+def test_helm_test_checks_the_api_through_its_service(helm: str) -> None:
+    manifests = render(helm, None)
+    pod = one(manifests, "Pod", "api-test")
+    service = one(manifests, "Service", "api")
+    (container,) = containers(pod)
+    assert f"http://{service['metadata']['name']}:8321/healthz" in container["command"][-1]
 
 
 def test_scheduler_is_a_single_replica(helm: str) -> None:
