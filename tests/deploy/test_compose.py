@@ -236,3 +236,24 @@ def test_example_runs_through_the_compose_stack(stack: Stack) -> None:
     assert [f.split("|")[:2] for f in flows] == [["0", "reno"], ["1", "cubic"]]
     assert sum(float(f.split("|")[2]) for f in flows) > 8e6  # of a 10 Mbit/s bottleneck
     assert int(stack.psql(f"SELECT count(*) FROM run_series WHERE run_id = '{run_id}'")) > 0
+
+
+def test_worker_builds_bpf_for_this_kernel_or_says_why_not(images: None, tmp_path: Path) -> None:
+    """The worker image's entrypoint (containers/worker-entrypoint.sh), without the stack."""
+    run = ["run", "--rm", "--network", "none"]
+    built = podman(*run, "ccbench/worker:latest", "ls", "/opt/ccbench/agents/kernel/build")
+    assert "reno.bpf.o" in built and "vegas.bpf.o" in built
+    no_btf = ["-v", f"{tmp_path}:/sys/kernel/btf:ro"]  # an empty directory
+    done = subprocess.run(
+        ["podman", *run, *no_btf, "ccbench/worker:latest", "echo", "worker started"],
+        env=_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and "worker started" in done.stdout
+    assert "/sys/kernel/btf/vmlinux is missing" in done.stderr
+    done = subprocess.run(
+        ["podman", *run, *no_btf, "-e", "CCBENCH_WORKER_BPF=required", "ccbench/worker:latest",
+         "echo", "worker started"],
+        env=_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "worker started" not in done.stdout
+    assert "CCBENCH_WORKER_BPF=required" in done.stderr
