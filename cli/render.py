@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -17,7 +18,6 @@ from schemas.metrics import (
     BIT_PER_S,
     BYTE,
     KEY_METRICS,
-    METRICS,
     PACKET,
     RUN_LINE_AGGREGATE,
     RUN_LINE_FLOW,
@@ -166,12 +166,13 @@ def print_report(out: Console, report: dict[str, Any]) -> None:
                     "",
                     *(_value(aggregate, m) if m.in_scope("aggregate") else "" for m in columns),
                 )
-            out.print(grid, new_line_start=True)
+            out.print(Padding(grid, (0, 0, 0, 2)))
         if aggregate:
             shown = {m.name for m in RUN_LINE_FLOW}
             listed = [m for m in RUN_LINE_AGGREGATE if m.name not in shown]
             listed += [m for m in OPTIONAL_AGGREGATE if aggregate.get(m.name) is not None]
-            out.print("  " + _pairs(aggregate, [m for m in listed if m.name in aggregate]))
+            pairs = _pairs(aggregate, [m for m in listed if m.name in aggregate])
+            out.print(f"  aggregate: {pairs}")
         applied = run.get("applied") or {}
         if applied:
             out.print("  " + applied_line(applied))
@@ -218,8 +219,3 @@ def applied_line(applied: dict[str, Any]) -> str:
         f"{format_quantity(applied.get('measured_rate_bps'), BIT_PER_S)} while backlogged"
     )
 
-
-def metric_unit(name: str) -> str:
-    """The catalogue unit of a metric (or of its `_median` / `_siqr`)."""
-    base = name.removesuffix("_median").removesuffix("_siqr")
-    return METRICS[base].unit if base in METRICS else "1"
