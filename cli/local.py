@@ -14,10 +14,11 @@ import typer
 
 from ccbench.errors import CCBenchError
 from ccbench.settings import Settings, get_settings
-from cli import stack
 from cli.client import ClientError, cli_config_path
 from cli.render import console
 
+# `cli.stack` is imported by the commands that use it: its imports (the domain's jobs and
+# worker registry) take about 0.4 s, which every other command and completion would pay.
 PANEL = "This machine"
 app = typer.Typer()
 
@@ -59,6 +60,8 @@ def up(
     """Start the embedded local stack.
 
     API and worker on 127.0.0.1, SQLite database and broker in the state directory."""
+    from cli import stack
+
     settings = get_settings()
     err = console(stderr=True)
     if settings.database_url or settings.broker_url:
@@ -92,6 +95,8 @@ def up(
 @app.command(rich_help_panel=PANEL)
 def down() -> None:
     """Stop a detached embedded stack."""
+    from cli import stack
+
     stopped = stack.stop(get_settings())
     console().print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
 
@@ -107,6 +112,8 @@ def run_api(
     ] = None,
 ) -> None:
     """Run the API server (the production shape)."""
+    from cli import stack
+
     settings = get_settings()
     if host:
         settings.api_host = host
@@ -122,6 +129,7 @@ def worker() -> None:
     CCBENCH_WORKER_POOL names its pool, CCBENCH_WORKER_ID its id (default: the host name and a
     random part kept in the state directory)."""
     from ccbench.workerpool import worker_id
+    from cli import stack
 
     if os.geteuid() != 0:
         console(stderr=True).print("warning: workers build network namespaces and need root")
@@ -134,6 +142,8 @@ def worker() -> None:
 @app.command(rich_help_panel=PANEL)
 def scheduler() -> None:
     """Run the scheduler: dispatch queued runs, reap dead workers' runs."""
+    from cli import stack
+
     os.execv(sys.executable, stack.scheduler_command())
 
 
@@ -154,6 +164,8 @@ def probe(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """What this host can run: congestion controls, netem, NFQUEUE, BPF struct_ops."""
+    from cli import stack
+
     # The worker's own probe (`python -m workers.probe`), run as a program: the CLI starts the
     # worker app's entry points, it does not import them.
     done = subprocess.run(

@@ -218,4 +218,3 @@ def applied_line(applied: dict[str, Any]) -> str:
         f"{format_quantity(applied.get('measured_min_rtt_s'), SECOND)}, bottleneck "
         f"{format_quantity(applied.get('measured_rate_bps'), BIT_PER_S)} while backlogged"
     )
-
