@@ -166,7 +166,7 @@ def print_report(out: Console, report: dict[str, Any]) -> None:
                     "",
                     *(_value(aggregate, m) if m.in_scope("aggregate") else "" for m in columns),
                 )
-            out.print(Padding(grid, (0, 0, 0, 2)))
+            out.print(Padding(grid, (0, 0, 0, 2), expand=False))
         if aggregate:
             shown = {m.name for m in RUN_LINE_FLOW}
             listed = [m for m in RUN_LINE_AGGREGATE if m.name not in shown]
