@@ -7,3 +7,4 @@ TAGS_MAX = 50  # tags per experiment
 DESCRIPTION_MAX = 10_000
 AXIS_PATH_MAX = 200  # a matrix axis's field path
 IDEMPOTENCY_KEY_MAX = 200
+ID_LENGTH = 32  # every id: a UUID4 in hex (ccbench/db/models.py: new_id)

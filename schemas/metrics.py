@@ -14,6 +14,7 @@ its forward bottleneck (`AggregateMetrics`), or both. Over repetitions a matrix 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -265,7 +266,8 @@ RUN_LINE_FLOW = _select("flow", "goodput_bps", "rtt_mean_s", "retransmits",
 RUN_LINE_AGGREGATE = _select("aggregate", "utilization", "jain_index", "queue_mean_pkts",
                              "power", "drops", "goodput_bps", "rtt_mean_s")  # fmt: skip
 
-# How the clients print a value of a unit for now: with this prefix (symbol, scale factor).
+# How figures and tables scale a whole column or axis of a unit (one prefix for all its
+# values): (symbol, scale factor). Single values are printed by `format_quantity`.
 _DISPLAY = {BIT_PER_S: ("Mbit/s", 1e-6), SECOND: ("ms", 1e3)}
 
 
@@ -278,3 +280,49 @@ def heading(metric: Metric) -> str:
     """A column or axis title: the label with the unit shown, "goodput (Mbit/s)"."""
     symbol, _ = display_unit(metric.unit)
     return metric.label if metric.unit == DIMENSIONLESS else f"{metric.label} ({symbol})"
+
+
+# `format_quantity`: significant digits of a value, and of the spread after it.
+SIGNIFICANT_DIGITS = 4
+SPREAD_DIGITS = 2
+# Units printed with the SI prefix that brings the value into [1, 1000), each with the prefixes
+# it takes (decimal, as networking counts; no kiloseconds: 3600 s stays seconds).
+_PREFIXES: dict[str, tuple[tuple[float, str], ...]] = {
+    BIT_PER_S: ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")),
+    BIT_PER_S_PER_S: ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")),
+    BYTE: ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")),
+    SECOND: ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")),
+}
+
+
+def _digits(value: float, significant: int) -> str:
+    if abs(value) >= 10**significant:
+        return f"{value:.0f}"
+    return f"{value:.{significant}g}"
+
+
+def format_quantity(value: float | None, unit: str, spread: float | None = None) -> str:
+    """A value of `unit` (a catalogue unit) as every client prints it for people: four
+    significant digits, in bit/s, s, B and bit/s^2 with the SI prefix that brings it into
+    [1, 1000) ("4.542 Mbit/s", "68.3 ms", "19 s", "141.5 Mbit/s^2"), counts as they are
+    ("57 pkt", "22.5 pkt"), dimensionless values bare ("0.9913"). `spread` (e.g. a SIQR) follows
+    as "± x" with two significant digits in the same prefix ("8.386 ± 0.023 Mbit/s"). None
+    (not measured) is "-"."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"format_quantity takes a number, got {value!r}")
+    factor, prefix = 1.0, ""
+    if unit in _PREFIXES and math.isfinite(value) and value != 0:
+        # Rounded first, so 999.96e6 bit/s is 1 Gbit/s rather than 1000 Mbit/s.
+        magnitude = abs(float(f"{value:.{SIGNIFICANT_DIGITS}g}"))
+        choices = _PREFIXES[unit]
+        factor, prefix = next(((f, p) for f, p in choices if magnitude >= f), choices[-1])
+    if isinstance(value, int) and factor == 1.0:
+        text = str(value)
+    else:
+        text = _digits(value / factor, SIGNIFICANT_DIGITS)
+    if spread is not None:
+        text += f" ± {_digits(spread / factor, SPREAD_DIGITS)}"
+    symbol = "" if unit == DIMENSIONLESS else f" {prefix}{unit}"
+    return text + symbol

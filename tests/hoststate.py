@@ -71,7 +71,9 @@ class HostState:
             netns=frozenset(_run("ip", "netns", "list").split()),
             qdiscs=frozenset(_run("tc", "qdisc", "show").splitlines()),
             iptables=iptables,
-            nft=_run("nft", "-s", "list", "ruleset"),  # -s: without counters
+            # Stateless: the rules without their counters, which any traffic through another
+            # program's rules (e.g. podman's NETAVARK chains) changes.
+            nft=_run("nft", "--stateless", "list", "ruleset"),
             processes=frozenset(_agent_processes()),
             congestion_controls=frozenset(
                 _run("cat", "/proc/sys/net/ipv4/tcp_available_congestion_control").split()

@@ -4,6 +4,7 @@ fixes are all there."""
 
 from __future__ import annotations
 
+import pytest
 from pydantic import BaseModel
 
 from schemas import AggregateMetrics, FlowMetrics
@@ -17,6 +18,7 @@ from schemas.metrics import (
     PACKET,
     SECOND,
     ModelScope,
+    format_quantity,
     metric_field,
     metrics_of,
 )
@@ -81,3 +83,35 @@ def test_a_model_that_strays_from_the_catalogue_is_caught() -> None:
     assert "drops: missing from Stray" in problems
     assert any(p.startswith("utilization: description") for p in problems), problems
     assert any(p.startswith("utilization: unit") for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "spread", "shown"),
+    [
+        (4.542e6, BIT_PER_S, None, "4.542 Mbit/s"),
+        (1e7, BIT_PER_S, None, "10 Mbit/s"),
+        (999.96e6, BIT_PER_S, None, "1 Gbit/s"),  # rounded before the prefix is chosen
+        (8.386e6, BIT_PER_S, 2.259e4, "8.386 ± 0.023 Mbit/s"),
+        (0, BIT_PER_S, None, "0 bit/s"),
+        (0.0683, SECOND, None, "68.3 ms"),
+        (19.0, SECOND, None, "19 s"),  # issue 20: not "convergence_time_s=19000.0 ms"
+        (3600.0, SECOND, None, "3600 s"),  # no kiloseconds
+        (24e-6, SECOND, None, "24 µs"),
+        (1.415e8, BIT_PER_S_PER_S, None, "141.5 Mbit/s^2"),
+        (12_345_678, BYTE, None, "12.35 MB"),
+        (57, PACKET, None, "57 pkt"),
+        (22.5, PACKET, None, "22.5 pkt"),
+        (0.99134, DIMENSIONLESS, None, "0.9913"),
+        (0.9, DIMENSIONLESS, 0.0, "0.9 ± 0"),
+        (None, SECOND, None, "-"),
+    ],
+)
+def test_quantities_print_with_si_prefixes(
+    value: float | None, unit: str, spread: float | None, shown: str
+) -> None:
+    assert format_quantity(value, unit, spread) == shown
+
+
+def test_format_quantity_refuses_what_is_not_a_number() -> None:
+    with pytest.raises(TypeError, match="takes a number"):
+        format_quantity("12", SECOND)  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from api.experiments.export import (
 )
 from api.experiments.report import build_experiment_report
 from api.experiments.schemas import (
+    ID_PREFIX_HELP,
     PAGE_MAX,
     PAGE_SIZE_MAX,
     ExperimentCreated,
@@ -35,7 +36,7 @@ from ccbench.dispatch import dispatch_quietly
 from ccbench.runstate import ExperimentStatus
 from ccbench.settings import get_settings
 from schemas import ExperimentReport, Submission
-from schemas.limits import IDEMPOTENCY_KEY_MAX, NAME_MAX, TAG_MAX
+from schemas.limits import ID_LENGTH, IDEMPOTENCY_KEY_MAX, NAME_MAX, TAG_MAX
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=AUTHENTICATED)
 
@@ -98,15 +99,20 @@ def list_experiments(
         str | None, Query(max_length=NAME_MAX, description="substring of the name")
     ] = None,
     tag: Annotated[str | None, Query(max_length=TAG_MAX)] = None,
+    id_prefix: Annotated[
+        str | None, Query(max_length=ID_LENGTH, description=ID_PREFIX_HELP)
+    ] = None,
     page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
     page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
 ) -> Page[ExperimentSummary]:
+    """The team's experiments, newest first."""
     items, total = repository.list_for_team(
         session,
         team.id,
         status=status_.value if status_ else None,
         name=name,
         tag=tag,
+        id_prefix=id_prefix,
         offset=(page - 1) * page_size,
         limit=page_size,
     )

@@ -21,12 +21,15 @@ def list_for_team(
     status: str | None,
     name: str | None,
     tag: str | None,
+    id_prefix: str | None = None,
     offset: int,
     limit: int,
 ) -> tuple[Sequence[Experiment], int]:
     query: Select[tuple[Experiment]] = select(Experiment).where(Experiment.team_id == team_id)
     if status:
         query = query.where(Experiment.status == status)
+    if id_prefix:
+        query = query.where(Experiment.id.startswith(id_prefix, autoescape=True))
     if name:
         query = query.where(Experiment.name.contains(name, autoescape=True))
     if tag:

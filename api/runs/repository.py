@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from ccbench.db.models import Experiment, Run, RunSeries
@@ -15,6 +15,33 @@ def get_for_team(session: Session, team_id: str, run_id: str) -> Run | None:
         .join(Experiment, Experiment.id == Run.experiment_id)
         .where(Run.id == run_id, Experiment.team_id == team_id)
     )
+
+
+def list_for_team(
+    session: Session,
+    team_id: str,
+    *,
+    id_prefix: str | None,
+    experiment_id: str | None,
+    status: str | None,
+    offset: int,
+    limit: int,
+) -> tuple[Sequence[Run], int]:
+    """A page of the team's runs (newest experiment first, then matrix order) and the total."""
+    query: Select[tuple[Run]] = (
+        select(Run)
+        .join(Experiment, Experiment.id == Run.experiment_id)
+        .where(Experiment.team_id == team_id)
+    )
+    if id_prefix:
+        query = query.where(Run.id.startswith(id_prefix, autoescape=True))
+    if experiment_id:
+        query = query.where(Run.experiment_id == experiment_id)
+    if status:
+        query = query.where(Run.status == status)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    order = (Experiment.created_at.desc(), Experiment.id, Run.order_index)
+    return session.scalars(query.order_by(*order).offset(offset).limit(limit)).all(), total
 
 
 def series_of(session: Session, run_id: str) -> Sequence[RunSeries]:
