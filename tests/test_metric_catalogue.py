@@ -81,3 +81,43 @@ def test_a_model_that_strays_from_the_catalogue_is_caught() -> None:
     assert "drops: missing from Stray" in problems
     assert any(p.startswith("utilization: description") for p in problems), problems
     assert any(p.startswith("utilization: unit") for p in problems), problems
+
+
+def test_values_are_shown_with_si_prefixes_and_units() -> None:
+    from schemas.metrics import (
+        QUANTITIES,
+        column_quantity,
+        display_unit,
+        format_value,
+        heading,
+        scaled_unit,
+    )
+
+    assert format_value(9_613_000.0, BIT_PER_S) == "9.61 Mbit/s"
+    assert format_value(999_999.9, BIT_PER_S) == "1 Mbit/s"  # rounded before the prefix
+    assert format_value(512_000.0, BIT_PER_S) == "512 kbit/s"
+    assert format_value(1.2e9, BIT_PER_S) == "1.2 Gbit/s"
+    assert format_value(0.0404, SECOND) == "40.4 ms"
+    assert format_value(0.00025, SECOND) == "250 µs"
+    assert format_value(19.0, SECOND) == "19 s"  # never "ks", and not 19000 ms
+    assert format_value(33, PACKET) == "33 pkt" and format_value(1234, PACKET) == "1234 pkt"
+    assert format_value(1.9e8, BIT_PER_S_PER_S) == "190 Mbit/s²"  # seed 000's Kb/s²
+    assert format_value(12_345_678, BYTE) == "12.3 MB"
+    assert format_value(0.9541, DIMENSIONLESS) == "0.954"
+    assert format_value(None, SECOND) == "–"
+    # A figure axis takes the prefix of its largest value; a table column a fixed one.
+    assert scaled_unit(BIT_PER_S, 45e6) == ("Mbit/s", 1e-6)
+    assert scaled_unit(SECOND, 0.2) == ("ms", 1e3)
+    assert scaled_unit(PACKET, 500.0) == ("pkt", 1.0)
+    assert display_unit(BIT_PER_S_PER_S) == ("Mbit/s²", 1e-6)
+    assert heading(METRICS["power"]) == "power (Mbit/s²)"
+    assert heading(METRICS["jain_index"]) == "Jain's index"
+    assert heading(METRICS["goodput_bps"], "kbit/s") == "goodput (kbit/s)"
+    # Series columns: the catalogue's, or a state variable's unit from its name.
+    assert column_quantity("cwnd_pkts") == (QUANTITIES["cwnd_pkts"], 1.0)
+    assert column_quantity("goodput_bps") == (METRICS["goodput_bps"], 1.0)
+    base_rtt, factor = column_quantity("base_rtt_us")
+    assert (base_rtt.label, base_rtt.unit, factor) == ("base RTT", SECOND, 1e-6)
+    srv, factor = column_quantity("srv_x256")
+    assert (srv.label, srv.unit, factor) == ("srv", DIMENSIONLESS, 1 / 256)
+    assert column_quantity("diff")[0].unit == DIMENSIONLESS
