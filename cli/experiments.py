@@ -83,27 +83,24 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def plot_report(api: Client, report: dict[str, Any], directory: Path) -> list[Path]:
-    """Per finished run its figures; with matrix axes, each plotted metric against the first
-    axis, a series per value of the second."""
-    from ccbench.plots.figures import comparison_figure, run_figures, save
+    """Every figure of the experiment into `directory` (PNG, SVG and PDF, named by axis
+    values): each finished run's, and with matrix axes each plotted metric against the first
+    axis, a series per value of the second, with the scheme figures."""
+    from ccbench.plots.figures import write_experiment_figures
 
-    written: list[Path] = []
-    for n, run in enumerate(report["runs"]):
-        if run["status"] != "done":
-            continue
-        detail = api.get(f"/v1/runs/{run['run_id']}")
-        written += save(run_figures(detail), directory, f"run-{n + 1}-")
+    runs = {r["run_id"]: api.get(f"/v1/runs/{r['run_id']}") for r in report["runs"]
+            if r["status"] == "done"}  # fmt: skip
     axes = report.get("axes") or []
-    if axes:
-        for metric in PLOTTED_METRICS:
-            params = {"metric": metric, "x": axes[0]}
-            if len(axes) > 1:
-                params["by"] = axes[1]
-            comparison = api.get(
-                f"/v1/experiments/{report['experiment_id']}/compare", params=params
-            )
-            written += save({metric: comparison_figure(comparison)}, directory, "compare-")
-    return written
+    comparisons = []
+    for metric in PLOTTED_METRICS if axes else ():
+        params = {"metric": metric, "x": axes[0]}
+        if len(axes) > 1:
+            params["by"] = axes[1]
+        comparisons.append(
+            api.get(f"/v1/experiments/{report['experiment_id']}/compare", params=params)
+        )
+    submission = api.get(f"/v1/experiments/{report['experiment_id']}")["submission"]
+    return write_experiment_figures(report, runs, comparisons, directory, submission)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -112,12 +109,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         params["by"] = args.by
     result = client().get(f"/v1/experiments/{args.id}/compare", params=params)
     if args.plot:
-        from ccbench.plots.figures import comparison_figure
+        from ccbench.plots.figures import write_figure
+        from ccbench.plots.matrix import comparison_figure_data
 
-        figure = comparison_figure(result)
-        figure.tight_layout()
-        figure.savefig(args.plot, dpi=150)
-        print(f"wrote {args.plot}", file=sys.stderr)
+        for path in write_figure(comparison_figure_data(result), args.plot):
+            print(f"wrote {path}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

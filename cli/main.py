@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("id")
     report.add_argument("--json", action="store_true", help="print the report JSON")
     report.add_argument(
-        "--plot", type=Path, metavar="DIR", help="also write figures (PNG) into DIR"
+        "--plot", type=Path, metavar="DIR", help="also write figures (PNG, SVG, PDF) into DIR"
     )
     report.set_defaults(func=experiments.cmd_report)
     compare = sub.add_parser(
@@ -161,7 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--x", required=True, help="axis path, e.g. topology.bottleneck.buffer")
     compare.add_argument("--by", help="axis path, e.g. 'flows[*].algorithm'")
     compare.add_argument("--json", action="store_true")
-    compare.add_argument("--plot", type=Path, metavar="FILE", help="also draw it (PNG, SVG, PDF)")
+    compare.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE",
+        help="also draw it: FILE.png, .svg or .pdf, or all three without a suffix",
+    )
     compare.set_defaults(func=experiments.cmd_compare)
     export = sub.add_parser(
         "export", help="an experiment's runs, flows or time series as CSV or Parquet"
