@@ -328,10 +328,13 @@ def test_matrix_figures(client: TestClient, team_token: tuple[str, str], tmp_pat
     reno = numeric.traces[0]
     assert reno.x == [0.25, 1.0, 4.0] and reno.y == pytest.approx([0.71, 0.81, 0.91])
     assert reno.error == pytest.approx([0.005] * 3)
+    assert numeric.x.ticks == (0.25, 1.0, 4.0)  # a tick at each value of the matrix
     drawn = draw(numeric).axes[0]
     assert drawn.get_xscale() == "log" and drawn.get_xlabel() == "bottleneck buffer (BDP)"
+    assert [t.get_text() for t in drawn.get_xticklabels()] == ["0.25", "1", "4"]
     assert [c.lines[0].get_linestyle() for c in drawn.containers] == ["-", "-"]  # a trend
-    assert plotly_figure(numeric)["layout"]["xaxis"]["type"] == "log"
+    x_axis = plotly_figure(numeric)["layout"]["xaxis"]
+    assert (x_axis["type"], x_axis["ticktext"]) == ("log", ["0.25", "1", "4"])
 
     # Against the algorithm: categories, grouped points, no lines between them.
     power = comparison_figure_data(
@@ -362,8 +365,8 @@ def test_matrix_figures(client: TestClient, team_token: tuple[str, str], tmp_pat
     schemes = by_name(scheme_figure_data(report))
     assert sorted(schemes) == sorted(
         f"{kind}_buffer-{b}" for kind in ("throughput_delay", "goodput_cdf")
-        for b in ("0.25BDP", "1BDP", "4BDP"))  # fmt: skip
-    scatter = schemes["throughput_delay_buffer-1BDP"]
+        for b in ("0.25bdp", "1bdp", "4bdp"))  # fmt: skip
+    scatter = schemes["throughput_delay_buffer-1bdp"]
     assert scatter.subtitle == "bottleneck buffer 1 BDP"
     assert (scatter.x.label, scatter.x.reversed, scatter.y.label) == (
         "RTT p95 (ms)", True, "goodput (Mbit/s)")  # fmt: skip
@@ -379,7 +382,7 @@ def test_matrix_figures(client: TestClient, team_token: tuple[str, str], tmp_pat
     assert (max(ellipses[0].x) + min(ellipses[0].x)) / 2 == pytest.approx(mean_x)
     assert draw(scatter).axes[0].xaxis_inverted()
     assert plotly_figure(scatter)["layout"]["xaxis"]["autorange"] == "reversed"
-    goodput_cdf = schemes["goodput_cdf_buffer-1BDP"]
+    goodput_cdf = schemes["goodput_cdf_buffer-1bdp"]
     assert [len(t.x) for t in goodput_cdf.traces] == [6, 6] and goodput_cdf.y.label == "CDF"
 
     # Files: every figure in three formats, named by axis values, not run-1 .. run-18.
@@ -399,7 +402,7 @@ def test_matrix_figures(client: TestClient, team_token: tuple[str, str], tmp_pat
     run_files = {n for n in names if n.startswith("algorithm-reno_buffer-1bdp_rep2_")}
     assert len(run_files) == 12 and "algorithm-reno_buffer-1bdp_rep2_goodput.svg" in names
     assert {"utilization_vs_buffer_by_algorithm.svg", "power_box_vs_buffer_by_algorithm.svg",
-            "throughput_delay_buffer-4BDP.svg"} <= names  # fmt: skip
+            "throughput_delay_buffer-4bdp.svg"} <= names  # fmt: skip
     # Jain's index and the queue were not stored: their figures are left out.
     assert not any(n.startswith(("jain_index", "queue_mean_pkts")) for n in names)
     assert len(names) == len(written) == len(run_files) + 2 * 3 + 6

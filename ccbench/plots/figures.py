@@ -38,6 +38,7 @@ from ccbench.plots.model import (  # noqa: E402
     FigureData,
     Trace,
     colour_of,
+    dense,
     marker_of,
 )
 from ccbench.plots.run import Bin, run_figure_data  # noqa: E402
@@ -133,7 +134,7 @@ def _draw_trace(ax: Axes, axis: Axis, trace: Trace, k: int, n: int) -> None:
         )
     elif trace.style in ("markers", "events"):
         marker = marker_of(trace)
-        size = 10 if trace.style == "events" else 5
+        size = 10 if trace.style == "events" or not dense(trace) else 4
         ax.scatter(x, y, s=size, marker=marker, color=colour, label=label, linewidths=0.6)
     elif trace.style == "step":
         ax.step(x, y, where="post", color=colour, label=label)
@@ -143,16 +144,16 @@ def _draw_trace(ax: Axes, axis: Axis, trace: Trace, k: int, n: int) -> None:
         ax.plot(x, y, color=colour, linestyle=line, linewidth=width, label=label)
 
 
-def _style_x(ax: Axes, axis: Axis, traces: Iterable[Trace]) -> None:
+def _style_x(ax: Axes, axis: Axis) -> None:
     if axis.scale == "category":
         ax.set_xticks(range(len(axis.categories)), list(axis.categories))
         ax.grid(False, axis="x")
     elif axis.scale == "log":
         ax.set_xscale("log")
-        xs = sorted({x for t in traces if t.style in ("errorbars", "box") for x in t.x})
-        if 0 < len(xs) <= 12:
-            ax.set_xticks(xs)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if axis.ticks:
+        ax.set_xticks(list(axis.ticks), [f"{v:g}" for v in axis.ticks])
         ax.xaxis.set_minor_formatter(NullFormatter())
     if axis.reversed:
         ax.invert_xaxis()
@@ -180,7 +181,7 @@ def draw(data: FigureData) -> Figure:
                 ax.set_ylim(*panel.y.range)
             elif panel.y.from_zero:
                 ax.set_ylim(bottom=0)
-        _style_x(axes[-1], data.x, data.traces)
+        _style_x(axes[-1], data.x)
         axes[-1].set_xlabel(data.x.label)
         fig.suptitle(textwrap.fill(data.title, TITLE_CHARS))
         axes[0].set_title(textwrap.fill(data.subtitle, SUBTITLE_CHARS), color="#444444")

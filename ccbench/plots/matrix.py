@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ccbench.plots.axes import MatrixAxis, file_part, matrix_axis, short_names
+from ccbench.plots.axes import MatrixAxis, file_value, matrix_axis, short_names
 from ccbench.plots.conditions import SEPARATOR, conditions, stored_spec
 from ccbench.plots.model import CDF, Axis, FigureData, Panel, Trace, cdf, log_scale, scaled, times
 from schemas.metrics import METRICS, Quantity
@@ -30,6 +30,8 @@ from schemas.metrics import METRICS, Quantity
 # Pantheon draws one standard deviation of each scheme's runs.
 ELLIPSE_SIGMAS = 1.0
 ELLIPSE_POINTS = 73  # every 5 degrees, closed
+# A numeric matrix axis with at most this many values has a tick at each.
+MAX_TICKS = 12
 # With more combinations of the other axes than this, the scheme figures pool every run.
 MAX_CONDITIONS = 12
 
@@ -72,8 +74,9 @@ def _x_axis(axis: MatrixAxis, values: Sequence[Any]) -> tuple[Axis, list[Any]]:
         quantity = Quantity(axis.path, axis.unit, axis.label, axis.path)
         label, factor = scaled(quantity, numbers)
         xs = times(numbers, factor)
-        present = [x for x in xs if x is not None]
-        return Axis(label, "log" if log_scale(present) else "linear"), xs
+        present = sorted({x for x in xs if x is not None})
+        ticks = tuple(present) if len(present) <= MAX_TICKS else ()
+        return Axis(label, "log" if log_scale(present) else "linear", ticks=ticks), xs
     texts = [axis.text(v) for v in values]
     return Axis(axis.label, "category", categories=tuple(dict.fromkeys(texts))), texts
 
@@ -217,9 +220,8 @@ def _conditions(
         return [("", "", {})]
     out = []
     for chosen in combos.values():
-        texts = [(axes[p].short, axes[p].label, axes[p].text(v)) for p, v in chosen.items()]
-        part = "_".join(f"{short}-{file_part(text)}" for short, _, text in texts)
-        shown = ", ".join(f"{label} {text}" for _, label, text in texts)
+        part = "_".join(f"{axes[p].short}-{file_value(v)}" for p, v in chosen.items())
+        shown = ", ".join(f"{axes[p].label} {axes[p].text(v)}" for p, v in chosen.items())
         out.append((part, shown, chosen))
     return out
 

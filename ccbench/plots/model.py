@@ -50,6 +50,7 @@ class Axis:
     categories: tuple[str, ...] = ()  # scale "category": the categories in order
     range: tuple[float, float] | None = None  # fixed limits (CDF: 0..1)
     from_zero: bool = False  # rates, windows and queues start at 0, whatever the data
+    ticks: tuple[float, ...] = ()  # ticks at these values only (a matrix axis's own values)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,11 @@ def colour_of(trace: Trace) -> str:
 def marker_of(trace: Trace) -> str:
     """A series' marker (matplotlib's name), for prints in grey."""
     return "x" if trace.style == "events" else MARKERS[(trace.colour or 0) % len(MARKERS)]
+
+
+def dense(trace: Trace) -> bool:
+    """A scatter of many points (samples) is drawn with small markers; one of runs with large."""
+    return len(trace.x) > 100
 
 
 # The y axis of every CDF.

@@ -12,6 +12,7 @@ from ccbench.plots.model import (
     FigureData,
     Trace,
     colour_of,
+    dense,
     marker_of,
 )
 
@@ -63,7 +64,7 @@ def _trace(trace: Trace, categorical: bool, yaxis: str) -> dict[str, Any]:
         out["marker"] = {
             "color": colour,
             "symbol": symbol,
-            "size": 7 if trace.style == "events" else 5,
+            "size": 7 if trace.style == "events" or not dense(trace) else 4,
         }
     elif trace.style == "errorbars":
         out["mode"] = "markers" if categorical else "lines+markers"
@@ -88,7 +89,9 @@ def _trace(trace: Trace, categorical: bool, yaxis: str) -> dict[str, Any]:
 
 
 def _axis(axis: Axis) -> dict[str, Any]:
-    out: dict[str, Any] = {"title": {"text": axis.label}, "type": axis.scale}
+    out: dict[str, Any] = {"title": {"text": axis.label}, "type": axis.scale, "zeroline": False}
+    if axis.ticks:
+        out.update(tickvals=list(axis.ticks), ticktext=[f"{v:g}" for v in axis.ticks])
     if axis.scale == "category":
         out.update(categoryorder="array", categoryarray=list(axis.categories))
     if axis.reversed:
