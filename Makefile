@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale
+.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-plots
 
 install:
 	scripts/install.sh
@@ -65,3 +65,6 @@ bench-chaos:
 
 bench-scale:
 	$(PY) -m bench.scale
+
+bench-plots:
+	$(PY) -m bench.plots
