@@ -177,7 +177,10 @@ def report(
     plot: Annotated[
         Path | None,
         typer.Option(
-            metavar="DIR", help="also write figures into DIR", file_okay=False, show_default=False
+            metavar="DIR",
+            help="also write figures (PNG, SVG, PDF) into DIR",
+            file_okay=False,
+            show_default=False,
         ),
     ] = None,
 ) -> None:
@@ -199,25 +202,24 @@ def report(
 
 
 def plot_report(api: Client, found: dict[str, Any], directory: Path) -> list[Path]:
-    """Per finished run its figures; with matrix axes, each plotted metric against the first
-    axis, a series per value of the second."""
-    from ccbench.plots.figures import comparison_figure, run_figures, save
+    """Every figure of the experiment into `directory` (PNG, SVG and PDF, named by axis
+    values): each finished run's, and with matrix axes each plotted metric against the first
+    axis, a series per value of the second, with the scheme figures."""
+    from ccbench.plots.figures import write_experiment_figures
 
-    written: list[Path] = []
-    for n, run in enumerate(found["runs"]):
-        if run["status"] != "done":
-            continue
-        detail = api.get(f"/v1/runs/{run['run_id']}")
-        written += save(run_figures(detail), directory, f"run-{n + 1}-")
+    runs = {r["run_id"]: api.get(f"/v1/runs/{r['run_id']}") for r in found["runs"]
+            if r["status"] == "done"}  # fmt: skip
     axes = found.get("axes") or []
-    if axes:
-        for metric in PLOTTED_METRICS:
-            params = {"metric": metric, "x": axes[0]}
-            if len(axes) > 1:
-                params["by"] = axes[1]
-            comparison = api.get(f"/v1/experiments/{found['experiment_id']}/compare", params=params)
-            written += save({metric: comparison_figure(comparison)}, directory, "compare-")
-    return written
+    comparisons = []
+    for metric in PLOTTED_METRICS if axes else ():
+        params = {"metric": metric, "x": axes[0]}
+        if len(axes) > 1:
+            params["by"] = axes[1]
+        comparisons.append(
+            api.get(f"/v1/experiments/{found['experiment_id']}/compare", params=params)
+        )
+    submission = api.get(f"/v1/experiments/{found['experiment_id']}")["submission"]
+    return write_experiment_figures(found, runs, comparisons, directory, submission)
 
 
 @app.command(rich_help_panel=PANEL)
@@ -245,7 +247,11 @@ def compare(
     as_json: JsonFlag = False,
     plot: Annotated[
         Path | None,
-        typer.Option(metavar="FILE", help="also draw it (.png, .svg or .pdf)", dir_okay=False),
+        typer.Option(
+            metavar="FILE",
+            help="also draw it: FILE.png, .svg or .pdf, or all three without a suffix",
+            dir_okay=False,
+        ),
     ] = None,
 ) -> None:
     """One aggregate metric against a matrix axis, a series per value of another.
@@ -257,12 +263,11 @@ def compare(
     experiment_id = resolve("experiment", experiment)
     result = client().get(f"/v1/experiments/{experiment_id}/compare", params=params)
     if plot:
-        from ccbench.plots.figures import comparison_figure
+        from ccbench.plots.figures import write_figure
+        from ccbench.plots.matrix import comparison_figure_data
 
-        figure = comparison_figure(result)
-        figure.tight_layout()
-        figure.savefig(plot, dpi=150)
-        console(stderr=True).print(f"wrote {plot}")
+        for path in write_figure(comparison_figure_data(result), plot):
+            console(stderr=True).print(f"wrote {path}")
     out = console()
     if as_json:
         print_json(result)

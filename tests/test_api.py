@@ -382,8 +382,9 @@ def test_compare_metric_against_axes_and_export_csv(
     figure = comparison_figure(response.json())
     axes = figure.axes[0]
     drawn = {c.get_label(): list(c.lines[0].get_ydata()) for c in axes.containers}
-    assert drawn["flows[*].algorithm = cubic"] == pytest.approx([0.56, 0.86, 0.96])
-    assert axes.get_xlabel() == "topology.bottleneck.buffer"
+    assert drawn["cubic"] == pytest.approx([0.56, 0.86, 0.96])
+    assert axes.get_xlabel() == "bottleneck buffer (BDP)"
+    assert list(axes.containers[0].lines[0].get_xdata()) == [0.5, 1.0, 2.0]  # a numeric axis
 
     bad = client.get(
         f"/v1/experiments/{exp_id}/compare",

@@ -17,7 +17,7 @@ import pytest
 
 from ccbench.analysis.packetlog import read_packet_log
 from ccbench.analysis.run import RunAnalysis, analyze_run
-from ccbench.plots.model import run_figure_data
+from ccbench.plots.run import run_figure_data
 from ccbench.settings import get_settings
 from schemas import ExperimentSpec
 from schemas.algorithms import BPF_ALGORITHMS, PARAMETERS

@@ -94,3 +94,26 @@ def test_convergence_to_an_equal_share_of_each_interval() -> None:
     rates = [[9.0, 1.0], [8.0, 2.0], [5.5, 4.5], [4.0, 4.4]]
     assert m.share_convergence_time([1.0, 2.0, 3.0, 4.0], rates, 1.0, 0.2) == pytest.approx(2.0)
     assert m.share_convergence_time([1.0, 2.0], [[9.0, 1.0]] * 2, 1.0, 0.2) is None
+
+
+def test_binned_rates_from_a_byte_counter() -> None:
+    # Samples every 10 ms of a flow receiving 12,500 bytes each (10 Mbit/s) from t = 0.01,
+    # silent from 0.2 s to 0.3 s (no samples), then 25,000 bytes in the 10 ms before 0.31.
+    times = [round(0.01 * k, 2) for k in range(1, 21)] + [0.31]
+    counter = [12_500.0 * k for k in range(1, 21)] + [12_500.0 * 20 + 25_000]
+    edges = [0.0, 0.1, 0.2, 0.25, 0.3, 0.31, 0.4]
+    rates = m.binned_rates_bps(times, counter, edges, spread_s=0.01)
+    assert rates[0] == pytest.approx(10e6) and rates[1] == pytest.approx(10e6)
+    # The stall is a stall: no bytes are smeared over it.
+    assert rates[2] == 0.0 and rates[3] == 0.0
+    assert rates[4] == pytest.approx(8 * 25_000 / 0.01)  # the catch-up's own 10 ms
+    assert rates[5] is None  # after the last sample: not sending
+    # Bins of any width see the same bytes: 12,500 B per 10 ms over the first 0.2 s.
+    coarse = m.binned_rates_bps(times, counter, [0.0, 0.2], spread_s=0.01)
+    assert coarse == [pytest.approx(10e6)]
+    # Before the first sample's interval: none; the flow starts at 1 s here.
+    late = m.binned_rates_bps([1.01, 1.02], [100.0, 200.0], [0.0, 0.5, 1.0, 1.02], 0.01)
+    assert late[:2] == [None, None] and late[2] == pytest.approx(8 * 200 / 0.02)
+    assert m.binned_rates_bps([], [], [0.0, 1.0], 0.01) == [None]
+    with pytest.raises(ValueError, match="differ in length"):
+        m.binned_rates_bps([0.1], [], [0.0, 1.0], 0.01)

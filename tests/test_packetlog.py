@@ -60,6 +60,8 @@ def test_hand_computed_queue(tmp_path: Path) -> None:
     # The series: the queue each arrival found (plus itself when it joined), drops so far.
     assert m["series"]["qlen_pkts"] == [1, 2, 3, 3]
     assert m["series"]["drops"] == [0, 0, 0, 1]
+    # Each sampled packet's queueing delay (the figures' CDF); none for the dropped one.
+    assert m["series"]["queue_delay_s"] == pytest.approx([0.0, 0.001, 0.002, None])
 
 
 def test_per_flow_loss_and_queueing_delay_by_sender(tmp_path: Path) -> None:

@@ -63,10 +63,9 @@ def test_embedded_stack_runs_the_example(tmp_path: Path) -> None:
         plotted = ccbench(env, "report", experiment_id, "--plot", str(tmp_path / "figures"))
         assert plotted.returncode == 0, plotted.stderr
         drawn = sorted(p.name for p in (tmp_path / "figures").iterdir())
-        assert drawn == [
-            f"run-1-{n}.png"
-            for n in sorted(["cwnd", "fairness", "goodput", "queue", "rtt", "rtt_vs_cwnd"])
-        ]
+        figures = ["goodput", "throughput", "cwnd", "cwnd_queue", "rtt", "rtt_vs_cwnd", "queue",
+                   "fairness", "rtt_cdf", "queue_delay_cdf", "goodput_cdf"]  # fmt: skip
+        assert drawn == sorted(f"rep1_{n}.{f}" for n in figures for f in ("png", "svg", "pdf"))
         report = json.loads(ccbench(env, "report", experiment_id, "--json").stdout)
         [run] = report["runs"]
         assert run["status"] == "done"

@@ -120,18 +120,32 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     detail = client.get(f"/v1/runs/{run_id}", headers=headers).json()
     assert {"queue", "flow-0.tcp_info", "flow-1.goodput"} <= set(detail["series"])
 
-    # The run's figures show both flows, ssthresh beside cwnd, and the queue with its drops.
+    # The run's figures show both flows, ssthresh beside cwnd, and the queue with its drops;
+    # goodput per RTT with the aggregate near the link rate it is drawn against.
     from ccbench.plots.figures import run_figures
+    from ccbench.plots.run import run_figure_data
 
     figures = run_figures(detail)
-    assert set(figures) == {"goodput", "rtt", "cwnd", "rtt_vs_cwnd", "queue", "fairness"}
+    assert set(figures) == {
+        "goodput", "throughput", "cwnd", "cwnd_queue", "rtt", "rtt_vs_cwnd", "queue",
+        "fairness", "rtt_cdf", "queue_delay_cdf", "goodput_cdf",
+    }  # fmt: skip
     labels = [line.get_label() for line in figures["goodput"].axes[0].get_lines()]
-    assert labels == ["flow 0 reno", "flow 1 cubic"]
+    assert labels == ["flow 0 reno", "flow 1 cubic", "aggregate", "link rate 10 Mbit/s"]
+    assert figures["goodput"].axes[0].get_ylabel() == "goodput (Mbit/s)"
     cwnd_labels = [line.get_label() for line in figures["cwnd"].axes[0].get_lines()]
     assert "flow 1 cubic ssthresh" in cwnd_labels
     queue_axes = figures["queue"].axes[0]
     assert max(queue_axes.get_lines()[0].get_ydata()) == aggregate["queue_max_pkts"]
     assert [c.get_label() for c in queue_axes.collections] == ["drops"]
+    goodput = {f.name: f for f in run_figure_data(detail)}["goodput"]
+    total = next(t for t in goodput.traces if t.style == "aggregate")
+    # Bins of one RTT (40 ms) after the measurement window's start: their mean is the
+    # aggregate goodput the report computed over that window (within the bins' edges).
+    inside = [y for x, y in zip(total.x, total.y, strict=True) if x >= 2.02 and y is not None]
+    mean = sum(inside) / len(inside)
+    assert mean == pytest.approx(aggregate["goodput_bps"] / 1e6, rel=0.03)
+    assert all(y <= 10 * 1.05 for y in inside)  # no 45 Mbit/s spikes on a 10 Mbit/s link
 
     # A redelivered message for the finished run does nothing.
     from workers.lifecycle import execute

@@ -30,12 +30,26 @@ from api.runs import service as runs
 from ccbench.db.models import Team
 from ccbench.errors import CCBenchError, NotFound
 from ccbench.plots.campaign import campaign_figure_data
-from ccbench.plots.model import comparison_figure_data, run_figure_data
+from ccbench.plots.matrix import (
+    box_figure_data,
+    comparison_figure_data,
+    matrix_subtitle,
+    scheme_figure_data,
+)
+from ccbench.plots.run import BIN_CHOICES, parse_bin, run_figure_data
 from ccbench.plots.web import plotly_figure
 from ccbench.teams import authenticate
 from ccbench.version import CCBENCH_VERSION
+from schemas import AppliedConditions
 from schemas.limits import NAME_MAX
-from schemas.metrics import KEY_METRICS, METRICS, display_unit, heading, metrics_of
+from schemas.metrics import (
+    KEY_METRICS,
+    METRICS,
+    display_unit,
+    format_quantity,
+    heading,
+    metrics_of,
+)
 
 COOKIE = "ccbench_token"
 HERE = Path(__file__).parent
@@ -47,6 +61,8 @@ templates.env.filters["quoted"] = lambda value: quote(str(value), safe="")  # qu
 # value in that unit.
 templates.env.filters["heading"] = heading
 templates.env.filters["factor"] = lambda metric: display_unit(metric.unit)[1]
+# A single value with its unit and SI prefix: "9.61 Mbit/s".
+templates.env.filters["with_unit"] = format_quantity
 templates.env.globals.update(
     key_metrics=KEY_METRICS,
     flow_metrics=metrics_of("flow"),
@@ -181,11 +197,19 @@ def experiment_page(
     x = x or (axes[0] if axes else None)
     by = by if by is not None else (axes[1] if len(axes) > 1 else None)
     by = by or None
-    compare_figure, error, status_code = None, None, 200
+    figures: list[str] = []
+    error, status_code = None, 200
     if x is not None:
+        report_json = report.model_dump(mode="json")
+        subtitle = matrix_subtitle(experiment.submission)
         try:
             comparison = compare(report, metric, x, by).model_dump(mode="json")
-            compare_figure = _figure_json(plotly_figure(comparison_figure_data(comparison)))
+            drawn = [
+                comparison_figure_data(comparison, report_json, subtitle),
+                box_figure_data(report_json, metric, x, by, subtitle),
+                *scheme_figure_data(report_json, subtitle),
+            ]
+            figures = [_figure_json(plotly_figure(f)) for f in drawn if f.has_data()]
         except CCBenchError as exc:
             error, status_code = exc.message, status_of(exc)
     runs = [RunSummary.model_validate(r, from_attributes=True) for r in repository.runs_of(
@@ -204,24 +228,40 @@ def experiment_page(
         metric=metric,
         x=x,
         by=by,
-        compare_figure=compare_figure,
+        figures=figures,
         error=error,
     )
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: str, session: DbSession, team: PageTeam) -> Response:
+def run_page(
+    request: Request,
+    run_id: str,
+    session: DbSession,
+    team: PageTeam,
+    bin: Annotated[str | None, Query(max_length=32)] = None,  # noqa: A002
+) -> Response:
     detail = runs.run_detail(session, team, run_id).model_dump(mode="json")
-    figures = [_figure_json(plotly_figure(f)) for f in run_figure_data(detail)]
+    figures: list[str] = []
+    error, status_code = None, 200
+    try:
+        figures = [_figure_json(plotly_figure(f)) for f in run_figure_data(detail, parse_bin(bin))]
+    except CCBenchError as exc:
+        error, status_code = exc.message, status_of(exc)
+    summary = detail["aggregate"] or {}
     return _render(
         request,
         "run.html",
+        status_code,
         team=team,
         run=detail,
         figures=figures,
-        checks=(detail["aggregate"] or {}).get("checks") or [],
-        aggregate=(detail["aggregate"] or {}).get("aggregate") or {},
-        applied=(detail["aggregate"] or {}).get("applied") or {},
+        error=error,
+        bin=bin or "rtt",
+        bins=BIN_CHOICES,
+        checks=summary.get("checks") or [],
+        aggregate=summary.get("aggregate") or {},
+        applied=_applied_rows(summary.get("applied") or {}),
         has_state=any(k.endswith(".cc_state") for k in detail["series"]),
     )
 
@@ -279,6 +319,21 @@ def campaign_page(
         page=page,
         pages=max(1, -(-total // page_size)),
     )
+
+
+def _applied_rows(applied: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, value with its unit, description) of each applied condition the run has, as
+    the report model (schemas/report.py) names and measures it."""
+    rows = []
+    for name, info in AppliedConditions.model_fields.items():
+        value = applied.get(name)
+        if value is None:
+            continue
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        unit = extra.get("x-unit")
+        shown = format_quantity(value, str(unit)) if isinstance(unit, str) else str(value)
+        rows.append((info.title or name, shown, f"{name}: {info.description or ''}"))
+    return rows
 
 
 def install_page_handlers(app: FastAPI) -> None:

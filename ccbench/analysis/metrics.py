@@ -10,6 +10,7 @@ log counts a packet that arrived at a in it when start <= a < end."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -125,6 +126,54 @@ def throughput_bps(bytes_sent: float, window_s: float) -> float | None:
     """throughput_bps = 8 * (bytes the sender transmitted in the window, retransmissions
     included) / window."""
     return rate_bps(bytes_sent, window_s)
+
+
+def binned_rates_bps(
+    times_s: Sequence[float],
+    counter_bytes: Sequence[float],
+    edges_s: Sequence[float],
+    spread_s: float,
+) -> list[float | None]:
+    """goodput_bps and throughput_bps over time: the rate in each bin [e_k, e_k+1] of a byte
+    counter C sampled at times_s (the bytes received or sent since the flow's start),
+    8 * (C(e_k+1) - C(e_k)) / (e_k+1 - e_k), whatever the samples' interval, so a bin of one
+    RTT or of seconds (seed 004 Fig. 8's timescales) shows the same bytes as the metrics.
+
+    A sample's increase arrived during the `spread_s` before it (the samples' interval), or
+    since the previous sample when that is nearer: C rises linearly over that span and stays
+    flat between, so a stall without samples shows as a stall. C is 0 before the first
+    sample's span. A bin that ends before the first sample's span or starts after the last
+    sample is None (the flow was not sending)."""
+    if len(times_s) != len(counter_bytes):
+        raise ValueError("binned_rates_bps: times and counter values differ in length")
+    if not times_s:
+        return [None] * max(0, len(edges_s) - 1)
+    knots_t: list[float] = []
+    knots_c: list[float] = []
+    previous_t, previous_c = times_s[0] - spread_s, 0.0
+    for t, c in zip(times_s, counter_bytes, strict=True):
+        rise_from = max(previous_t, t - spread_s)
+        knots_t += [rise_from, t]
+        knots_c += [previous_c, c]
+        previous_t, previous_c = t, c
+    first, last = knots_t[0], knots_t[-1]
+
+    def at(t: float) -> float:
+        if t <= first:
+            return knots_c[0]
+        if t >= last:
+            return knots_c[-1]
+        k = bisect.bisect_right(knots_t, t)
+        t0, t1, c0, c1 = knots_t[k - 1], knots_t[k], knots_c[k - 1], knots_c[k]
+        return c1 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+
+    rates: list[float | None] = []
+    for start, end in zip(edges_s, edges_s[1:], strict=False):
+        if end <= first or start >= last:
+            rates.append(None)
+        else:
+            rates.append(rate_bps(at(end) - at(start), end - start))
+    return rates
 
 
 def utilization(link_bytes_sent: float, window_s: float, capacity_bps: float) -> float | None:

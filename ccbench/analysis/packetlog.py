@@ -118,11 +118,12 @@ class LogFlow(TypedDict):
 
 class LogSeries(TypedDict):
     """The down-sampled queue: each sampled arrival's time (Unix s), the queue it found (plus
-    itself when it joined) and the drops so far."""
+    itself when it joined), the drops so far and its queueing delay in s (None when dropped)."""
 
     ts: list[float]
     qlen_pkts: list[int]
     drops: list[int]
+    queue_delay_s: list[float | None]
 
 
 class LogQueueMetrics(TypedDict):
@@ -249,6 +250,7 @@ def queue_metrics(
     sample_t: list[int] = []
     sample_q: list[int] = []
     sample_drops: list[int] = []
+    sample_delay: list[float | None] = []
     drops_before = 0
     begin = 0
     per_flow = _PerFlow(senders) if senders is not None else None
@@ -310,6 +312,16 @@ def queue_metrics(
         sample_t += arrival[picked].tolist()
         sample_q += (chunk["qlen_pkts"][picked].astype(np.int64) + forwarded[picked]).tolist()
         sample_drops += cumulative_drops[picked].tolist()
+        sampled = chunk[picked]
+        waits = m.queueing_delay_us(
+            sampled["departure_us"].astype(np.float64) - sampled["arrival_us"].astype(np.float64),
+            sampled["len"].astype(np.float64),
+            capacity_bps,
+        )
+        sample_delay += [
+            w / 1e6 if kept else None
+            for w, kept in zip(waits.tolist(), forwarded[picked].tolist(), strict=True)
+        ]
         drops_before = int(cumulative_drops[-1]) if len(chunk) else drops_before
         begin += len(chunk)
     order = np.argsort(sample_t, kind="stable")
@@ -332,5 +344,6 @@ def queue_metrics(
             "ts": [round(sample_t[k] / 1e6, 6) for k in order],
             "qlen_pkts": [sample_q[k] for k in order],
             "drops": [sample_drops[k] for k in order],
+            "queue_delay_s": [sample_delay[k] for k in order],
         },
     }
