@@ -48,8 +48,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     series: dict[str, Columns] = {}
     analyzed: list[flows.FlowAnalysis] = []
     for i, flow in enumerate(spec.flows):
-        window = flows.flow_window(spec, i, run_window, t0)
-        analyzed.append(flows.analyze_flow(spec, i, logs[i], window))
+        analyzed.append(flows.analyze_flow(spec, i, logs[i], run_window, t0))
         series.update(flow_series(i, flow.agent, logs[i], trace, t0))
 
     bottleneck = _queue(run_dir, spec, provenance, run_window, t0, analyzed)
@@ -58,7 +57,9 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         series["queue"] = downsample(bottleneck.series)
     over_time = fairness_over_time(spec, [f.received for f in logs], t0)
     series["fairness"] = over_time.series
-    aggregate = flows.aggregate(spec, analyzed, bottleneck, over_time.convergence_time_s)
+    aggregate = flows.aggregate(
+        spec, analyzed, bottleneck, run_window, over_time.convergence_time_s
+    )
     flow_metrics = [f.metrics for f in analyzed]
     min_rtts = [r for f in analyzed for r in f.min_rtts_s]
     if bottleneck.observed:
