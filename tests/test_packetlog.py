@@ -55,8 +55,8 @@ def test_hand_computed_queue(tmp_path: Path) -> None:
     assert m["release_late_us_p50"] == 10  # lateness 10, 30, 0 µs
     assert m["release_late_us_mean"] == pytest.approx(40 / 3)
     # Back-to-back spacing: released 1020 and 970 µs apart instead of 1000 (errors 20, 30;
-    # percentiles are nearest-rank over whole microseconds).
-    assert m["spacing_error_us_p99"] == 30
+    # percentiles interpolate between ranks as metrics.percentile: 20 + 0.99 x 10).
+    assert m["spacing_error_us_p99"] == pytest.approx(29.9)
     # The series: the queue each arrival found (plus itself when it joined), drops so far.
     assert m["series"]["qlen_pkts"] == [1, 2, 3, 3]
     assert m["series"]["drops"] == [0, 0, 0, 1]
@@ -91,6 +91,24 @@ def test_per_flow_loss_and_queueing_delay_by_sender(tmp_path: Path) -> None:
     assert silent == {"arrivals": 0, "drops": 0, "loss_rate": None, "queue_delay_mean_s": None}
     assert len(m["per_flow"]) == 4
     assert queue_metrics(records, T0 / 1e6, (T0 + 4000) / 1e6, 12e6)["per_flow"] is None
+
+
+def test_histogram_percentiles_are_the_reports_percentiles() -> None:
+    """Timing percentiles come from a histogram of whole µs; they follow the one definition
+    of metrics.percentile (linear interpolation between closest ranks)."""
+    from ccbench.analysis import metrics
+    from ccbench.analysis.packetlog import _Histogram
+
+    values = np.random.default_rng(7).geometric(0.01, size=1001).astype(np.int64)
+    histogram = _Histogram()
+    histogram.add(values[:500])
+    histogram.add(values[500:])
+    for p in (0, 1, 50, 90, 99, 99.9, 100):
+        expected = metrics.percentile([float(v) for v in values], p)
+        assert histogram.percentile(p) == pytest.approx(expected), p
+    small = _Histogram()
+    small.add(np.array([3, 9], dtype=np.int64))
+    assert small.percentile(50) == 6.0 and _Histogram().percentile(50) is None
 
 
 def test_not_a_packet_log(tmp_path: Path) -> None:

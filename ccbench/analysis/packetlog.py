@@ -73,10 +73,13 @@ class _Histogram:
         self.sum += float(values_us.sum())
 
     def percentile(self, p: float) -> float | None:
+        """As metrics.percentile over the values counted (the same ranks)."""
         if self.total == 0:
             return None
-        rank = int(np.ceil(p / 100 * self.total))
-        return float(np.searchsorted(np.cumsum(self.counts), max(rank, 1)))
+        lo, hi, f = m.percentile_ranks(self.total, p)
+        # The value of 0-based rank r: the first bin whose cumulative count exceeds r.
+        lo_v, hi_v = np.searchsorted(np.cumsum(self.counts), [lo, hi], side="right")
+        return float(lo_v + f * (hi_v - lo_v))
 
     def mean(self) -> float | None:
         return self.sum / self.total if self.total else None
