@@ -14,7 +14,7 @@ mod nfqueue;
 
 use ccbench_common::{exit_with, install_stop_handler, stop_requested, unix_now, AgentError};
 use clap::{Parser, Subcommand, ValueEnum};
-use model::{Aqm, Buffer, Fate, Link, LinkConfig, Rate, RedParams};
+use model::{Aqm, Buffer, Fate, Jitter, Link, LinkConfig, Rate, RedParams};
 use nfqueue::{NfQueue, Packet, NF_ACCEPT, NF_DROP};
 use serde_json::json;
 use std::collections::VecDeque;
@@ -34,6 +34,15 @@ struct Cli {
 enum AqmKind {
     Droptail,
     Red,
+}
+
+/// The distribution of the per-packet jitter; `--jitter-us` is its scale.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JitterDist {
+    /// Uniform in [0, jitter].
+    Uniform,
+    /// Exponential with mean jitter.
+    Exponential,
 }
 
 /// Where a packet's arrival time comes from.
@@ -68,9 +77,12 @@ struct RunArgs {
     trace: Option<PathBuf>,
     #[arg(long, default_value_t = 0)]
     delay_us: u64,
-    /// Uniform extra delay in [0, jitter], never reordering packets.
+    /// Random extra delay per packet, never reordering packets: the largest (uniform) or the
+    /// mean (exponential) in µs.
     #[arg(long, default_value_t = 0)]
     jitter_us: u64,
+    #[arg(long, value_enum, default_value_t = JitterDist::Uniform)]
+    jitter_dist: JitterDist,
     #[arg(long, conflicts_with = "buffer_bytes")]
     buffer_pkts: Option<u32>,
     #[arg(long)]
@@ -214,6 +226,11 @@ impl Emulator {
             flow,
             len,
             fate: outcome.fate.code(),
+            due_us: if forwarded {
+                self.started_unix_us + outcome.release_us
+            } else {
+                0
+            },
         };
         if forwarded {
             self.held.push_back((outcome.release_us, packet.id, record));
@@ -280,10 +297,15 @@ fn build_config(args: &RunArgs) -> Result<LinkConfig, AgentError> {
             w_q: args.red_w_q,
         }),
     };
+    let jitter = match (args.jitter_us, args.jitter_dist) {
+        (0, _) => Jitter::None,
+        (max_us, JitterDist::Uniform) => Jitter::Uniform { max_us },
+        (mean_us, JitterDist::Exponential) => Jitter::Exponential { mean_us },
+    };
     Ok(LinkConfig {
         rate,
         delay_us: args.delay_us,
-        jitter_us: args.jitter_us,
+        jitter,
         buffer,
         aqm,
         loss: args.loss,
@@ -312,8 +334,14 @@ fn describe(cfg: &LinkConfig, queue_num: u16, started_unix: f64) -> serde_json::
         Aqm::Red(p) => json!({"kind": "red", "min_th": p.min_th, "max_th": p.max_th,
                               "max_p": p.max_p, "w_q": p.w_q}),
     };
+    let (jitter_us, jitter_dist) = match cfg.jitter {
+        Jitter::None => (0, json!(null)),
+        Jitter::Uniform { max_us } => (max_us, json!("uniform")),
+        Jitter::Exponential { mean_us } => (mean_us, json!("exponential")),
+    };
     json!({"queue_num": queue_num, "rate": rate, "delay_us": cfg.delay_us,
-           "jitter_us": cfg.jitter_us, "buffer": buffer, "aqm": aqm, "loss": cfg.loss,
+           "jitter_us": jitter_us, "jitter_dist": jitter_dist, "buffer": buffer, "aqm": aqm,
+           "loss": cfg.loss,
            "seed": cfg.seed, "started_unix": started_unix,
            "record_bytes": log::RECORD_BYTES})
 }
