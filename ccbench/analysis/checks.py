@@ -4,6 +4,9 @@ timing, the host's CPU, the receivers' clocks)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from ccbench import rundir
 from ccbench.analysis import metrics as m
 from ccbench.analysis.logs import Provenance
 from ccbench.analysis.packetlog import LogDelays
@@ -50,7 +53,8 @@ def emulated_conditions(
     if len({round(spec.base_rtt_s(i), 9) for i in range(len(spec.flows))}) > 1:
         checks.append(_per_flow_rtt(spec, flows))
     if provenance.emulated:
-        checks.append(_emulator_timing(queue.timing))
+        counters = provenance.emulator_counters.get(rundir.link_name(spec.bottleneck_index, True))
+        checks.append(_emulator_timing(queue.timing, counters))
     if send_jitter:
         checks.append(_send_jitter(spec, send_jitter))
     if provenance.host_cpu_busy is not None:
@@ -117,10 +121,11 @@ def _host_cpu(busy: float, cpus: int | None) -> Check:
     )
 
 
-def _emulator_timing(timing: EmulatorTiming | None) -> Check:
+def _emulator_timing(timing: EmulatorTiming | None, counters: dict[str, Any] | None) -> Check:
     """Fidelity of the emulator (from its packet log): how late packets left against the
     model's schedule, and how far the spacing of back-to-back packets strayed from their
-    transmission time."""
+    transmission time; with its counters, how it was scheduled and how late its sleeps ended
+    (and how much of that it waited for a CPU), which say where lateness came from."""
     p50 = timing.release_late_us_p50 if timing else None
     p99 = timing.release_late_us_p99 if timing else None
     spacing = timing.spacing_error_us_p99 if timing else None
@@ -136,8 +141,31 @@ def _emulator_timing(timing: EmulatorTiming | None) -> Check:
         ok=p99 <= EMULATOR_LATE_P99_US,
         detail=f"packets left {p50:.0f} us late at the median, {p99:.0f} us at p99 "
         f"(limit {EMULATOR_LATE_P99_US} us); back-to-back spacing error p99 "
-        + (f"{spacing:.0f} us" if spacing is not None else "-"),
+        + (f"{spacing:.0f} us" if spacing is not None else "-")
+        + _scheduling(counters or {}),
     )
+
+
+def _scheduling(counters: dict[str, Any]) -> str:
+    """How the emulator was scheduled and how late its wake-ups were, if it said."""
+    scheduling = counters.get("scheduling")
+    if not scheduling:
+        return ""
+    text = f"; scheduled {scheduling['policy']}"
+    if "priority" in scheduling:
+        text += f" {scheduling['priority']}"
+    if "refused" in scheduling:
+        text += f" ({scheduling['refused']})"
+    wakeups = counters.get("wakeups") or {}
+    late, waited = (
+        (wakeups.get("late") or {}).get("us_p99"),
+        (wakeups.get("run_delay") or {}).get("us_p99"),
+    )
+    if late is not None:
+        text += f"; its sleeps ended {late:.0f} us late at p99"
+        if waited is not None:
+            text += f" (runnable without a CPU: {waited:.0f} us at p99)"
+    return text
 
 
 def _send_jitter(spec: ExperimentSpec, delays: dict[int, LogDelays]) -> Check:

@@ -245,6 +245,10 @@ def test_send_jitter_holds_each_senders_packets_not_its_acks(tmp_path: Path) -> 
     assert analysis.flows[0].rtt_min_s == pytest.approx(0.050, rel=0.05)
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     assert "--arrival-time read" in provenance["links"]["link 0"]["forward"]
+    # Every emulator runs as a real-time task; the timing check says how it was scheduled.
+    for name, counters in provenance["emulator_counters"].items():
+        assert counters["scheduling"] == {"policy": "fifo", "priority": 10}, name
+    assert "scheduled fifo 10; its sleeps ended" in checks["emulator_timing"].detail
     commands = [c["cmd"] for c in provenance["commands"]]
     assert sum("mangle -A PREROUTING -i r1-s" in c for c in commands) == 2
     assert sum("mangle -A POSTROUTING -o r1-s" in c for c in commands) == 1
