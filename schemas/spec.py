@@ -26,6 +26,10 @@ from schemas.units import (
 )
 
 SCHEMA_VERSION = 1
+# A flow's initial congestion window: Linux's default (RFC 6928), and the largest accepted (a
+# Linux receiver first advertises 64 KB, 45 full-size segments).
+INITIAL_WINDOW_PKTS = 10
+INITIAL_WINDOW_MAX_PKTS = 40
 # Bytes one delivery opportunity of a rate trace carries (Mahimahi's convention).
 TRACE_OPPORTUNITY_BYTES = 1500
 
@@ -369,6 +373,14 @@ class Flow(StrictModel):
         description="one-way delay of this flow's access link (sender - r1), for flows with "
         "different RTTs: the flow's base RTT is 2 x (bottleneck delay + access_delay)",
     )
+    initial_window: int = Field(
+        INITIAL_WINDOW_PKTS,
+        ge=1,
+        le=INITIAL_WINDOW_MAX_PKTS,
+        description="packets the congestion window starts with, for kernel and userspace flows "
+        "alike: 10 is Linux's (RFC 6928); the seeds' simulations start at 1. Kernel flows get "
+        "it as their route's initcwnd (mininet testbed; on hosts only the kernel's own, 10)",
+    )
     send_jitter: SendJitter | None = Field(
         None,
         description="a small random delay before each packet the sender sends, drawn anew for "
@@ -546,6 +558,7 @@ class ExperimentSpec(StrictModel):
             for name, used in (
                 ("access_delay", flow.access_delay > 0),
                 ("send_jitter", flow.send_jitter is not None),
+                ("initial_window", flow.initial_window != INITIAL_WINDOW_PKTS),
                 ("path", flow.path is not None),
                 ("direction", flow.direction != "forward"),
             ):

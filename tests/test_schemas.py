@@ -425,3 +425,34 @@ def test_send_jitter_takes_a_distribution_and_a_unit() -> None:
     assert "send_jitter: applies to forward flows" in m
     [m] = messages({"algorithm": "reno", "send_jitter": jitter}, link_mechanism="tc")
     assert "flows[].send_jitter" in m and "link_mechanism emulator" in m
+
+
+def test_initial_window_is_a_whole_number_of_packets() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+    spec = ExperimentSpec.model_validate(raw)
+    assert [f.initial_window for f in spec.flows] == [10, 10]  # Linux's, RFC 6928
+    for value, reason in [(0, "greater than or equal to 1"), (41, "less than or equal to 40"),
+                          (2.5, "valid integer")]:  # fmt: skip
+        raw["flows"][0]["initial_window"] = value
+        with pytest.raises(ValidationError) as info:
+            ExperimentSpec.model_validate(raw)
+        [error] = errors_of(info.value)
+        assert error["loc"] == "flows.0.initial_window" and reason in error["msg"], error
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("initial_window", 3), ("send_jitter", {"distribution": "uniform", "max": "1ms"})],
+)
+def test_what_only_the_local_testbed_applies_is_refused_on_hosts(field: str, value: Any) -> None:
+    raw = {
+        "name": "on-hosts",
+        "testbed": {"kind": "hosts"},
+        "topology": {"kind": "path"},
+        "flows": [{"algorithm": "reno", "src": "a", "dst": "b", field: value}],
+        "duration": "10s",
+    }
+    with pytest.raises(ValidationError) as info:
+        ExperimentSpec.model_validate(raw)
+    [error] = errors_of(info.value)
+    assert f"flows.0.{field}: not on the hosts testbed" in error["msg"], error

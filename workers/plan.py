@@ -81,6 +81,7 @@ class FlowPlan:
     transport: dict[str, Any] = field(default_factory=dict)
     src: str | None = None  # hosts testbed: the sending and receiving hosts' names
     dst: str | None = None
+    initial_window: int = 10  # packets the congestion window starts with (schemas.Flow)
     # A random delay before each of the sender's packets (schemas.SendJitter in SI units):
     # {"distribution": "uniform", "max": 0.002} or {"distribution": "exponential", "mean": 0.001}.
     send_jitter: dict[str, Any] | None = None
@@ -239,6 +240,7 @@ def sender_args(flow: FlowPlan, dst: str, interval: int, seed: int, out_dir: str
             sort_keys=True), *common, "--mss", str(t["mss"]),
             "--min-rto-ms", milliseconds(t["min_rto"]),
             "--rto-granularity-ms", milliseconds(t["rto_granularity"]),
+            "--initial-window", str(flow.initial_window),
             "--seed", str(own_seed),  # TFRC's S3 rounds: flows must not draw the same lengths
             *traffic_args(flow.traffic, own_seed), *out]  # fmt: skip
 

@@ -255,6 +255,36 @@ def test_send_jitter_holds_each_senders_packets_not_its_acks(tmp_path: Path) -> 
     assert HostState.capture().leftovers_since(before) == []
 
 
+def test_initial_window_for_kernel_and_userspace_flows(tmp_path: Path) -> None:
+    """Both runtimes start at the spec's initial window: Linux's 10 by default, 3 when asked
+    (kernel flows through their sender's route, userspace flows through their agent)."""
+    before = HostState.capture()
+    spec = spec_with(
+        **{
+            "duration": "2s",
+            "measurement": {},
+            "flows": [
+                {"algorithm": "reno"},
+                {"algorithm": "reno", "initial_window": 3},
+                {"algorithm": "reno", "agent": "userspace"},
+                {"algorithm": "bfa", "agent": "userspace", "initial_window": 3},
+            ],
+        }
+    )
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    first_cwnd = []
+    for i in range(4):
+        samples = [json.loads(line) for line in (tmp_path / f"flow-{i}.send.jsonl").open()]
+        first_cwnd.append(next(s["cwnd_pkts"] for s in samples if s.get("cwnd_pkts")))
+    # The first sample comes 10 ms into the flow, before any ACK of a 40 ms RTT.
+    assert first_cwnd == [10, 3, 10, 3]
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    commands = [c["cmd"] for c in provenance["commands"]]
+    assert any("route change default via 10.1.2.254 initcwnd 3" in c for c in commands)
+    assert HostState.capture().leftovers_since(before) == []
+
+
 def test_reverse_path_flow_shares_the_reverse_queue(tmp_path: Path) -> None:
     before = HostState.capture()
     spec = spec_with(**{"flows.1.direction": "reverse"})

@@ -229,6 +229,21 @@ class Sandbox:
         self.size_tcp_buffers()
         for route in self.topo.routes:
             self.run(route.node, "ip", "route", "add", route.destination, "via", route.via)
+        self.initial_windows()
+
+    def initial_windows(self) -> None:
+        """Each kernel flow's initial congestion window: its sender's route's initcwnd (set
+        even at Linux's own 10, so the run's commands show it). Userspace flows get theirs
+        from their agent's flag."""
+        for flow in self.plan.flows:
+            if flow.agent != "kernel":
+                continue
+            host = self.endpoints(flow)[0][0]
+            [via] = [
+                r.via for r in self.topo.routes if r.node == host and r.destination == "default"
+            ]
+            self.run(host, "ip", "route", "change", "default", "via", via,
+                     "initcwnd", str(flow.initial_window))  # fmt: skip
 
     def size_tcp_buffers(self) -> None:
         """Let the end hosts' TCP buffers grow to what the path can hold (plan.py:
