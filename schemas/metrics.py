@@ -75,7 +75,8 @@ CATALOGUE: tuple[Metric, ...] = (
         "goodput",
         "8 x application bytes the receiver got in the flow's window / the window's length",
         "both",
-        aggregate="sum of the forward flows' goodput_bps",
+        aggregate="8 x application bytes every forward flow's receiver got in the run's window "
+        "/ the window's length (flows active at different times: not a sum of their rates)",
     ),
     Metric(
         "throughput_bps",
@@ -84,7 +85,8 @@ CATALOGUE: tuple[Metric, ...] = (
         "8 x bytes the sender sent in the flow's window (retransmissions included) / the "
         "window's length",
         "both",
-        aggregate="sum of the forward flows' throughput_bps",
+        aggregate="8 x bytes every forward flow's sender sent in the run's window / the "
+        "window's length",
     ),
     Metric(
         "utilization",
@@ -100,8 +102,9 @@ CATALOGUE: tuple[Metric, ...] = (
         "jain_index",
         DIMENSIONLESS,
         "Jain's index",
-        "Jain's fairness index of the forward flows' goodput_bps, (sum x)^2 / (n sum x^2): 1 "
-        "for equal shares (seed 000); none unless every forward flow has a goodput",
+        "Jain's fairness index (sum x)^2 / (n sum x^2) of the forward flows' goodputs over "
+        "the part of the run's window in which they are all active: 1 for equal shares (seed "
+        "000); none when they never run together",
         "aggregate",
     ),
     Metric(
@@ -196,16 +199,18 @@ CATALOGUE: tuple[Metric, ...] = (
         "normalized_fairness",
         DIMENSIONLESS,
         "normalized fairness",
-        "Jain's index of the forward flows' goodput_bps x rtt_mean_s: 1 when each flow gets "
-        "a share proportional to 1/RTT (seed 003; flows with different RTTs)",
+        "Jain's index of the forward flows' goodput x mean smoothed RTT, over the window of "
+        "jain_index: 1 when each flow gets a share proportional to 1/RTT (seed 003; flows with "
+        "different RTTs)",
         "aggregate",
     ),
     Metric(
         "friendliness_ratio",
         DIMENSIONLESS,
         "friendliness F",
-        "F: mean goodput_bps of the candidate flows / mean goodput_bps of the reference flows "
-        "(seed 004); 1 is TCP-friendly",
+        "F: mean goodput of the candidate flows / mean goodput of the reference flows, over "
+        "the part of the run's window in which all of them are active (seed 004); 1 is "
+        "TCP-friendly",
         "aggregate",
     ),
     Metric(
@@ -219,16 +224,17 @@ CATALOGUE: tuple[Metric, ...] = (
         "fc_ratio",
         DIMENSIONLESS,
         "FC",
-        "FC: max / min goodput_bps among the candidate flows (seed 004)",
+        "FC: max / min goodput among the candidate flows, over the window of F (seed 004)",
         "aggregate",
     ),
     Metric(
         "convergence_time_s",
         SECOND,
         "convergence time",
-        "from the run's start to the first interval from which on every forward flow active "
-        "for the whole interval stays within the band (measurement.convergence_band) around "
-        "the interval's equal share",
+        "from the last time a forward flow started or stopped before the flows settled (else "
+        "the run's start) to the first interval from which on every forward flow active for "
+        "the whole interval stays within the band (measurement.convergence_band) around the "
+        "interval's equal share",
         "aggregate",
     ),
 )

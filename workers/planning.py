@@ -77,6 +77,8 @@ def flow_plans(spec: ExperimentSpec, cc_names: list[str]) -> list[FlowPlan]:
             else {},
             src=flow.src,
             dst=flow.dst,
+            initial_window=flow.initial_window,
+            send_jitter=flow.send_jitter.model_dump() if flow.send_jitter else None,
         )
         for i, flow in enumerate(spec.flows)
     ]

@@ -107,8 +107,10 @@ def fairness_over_time(
     spec: ExperimentSpec, received: Sequence[Sequence[Line]], t0: float
 ) -> FairnessOverTime:
     """Jain's index per interval over the forward flows active for the whole interval, and
-    the convergence time: how long until every such flow stays within the band around an
-    equal share of what the interval delivered. `received`: each flow's receiver lines."""
+    the convergence time: how long after the competing flows last changed (a forward flow
+    started or stopped; else the run's start) until every such flow stays within the band
+    around an equal share of what the interval delivered. `received`: each flow's receiver
+    lines."""
     interval = spec.measurement.interval
     bins = int(spec.duration // interval)
     forward = [i for i, f in enumerate(spec.flows) if f.direction == "forward"]
@@ -134,8 +136,12 @@ def fairness_over_time(
         active_rates.append(rates)
     converged = None
     if len(forward) > 1 and times:
+        # The competing flows change when a forward flow starts or stops.
+        changes = [t for i in forward
+                   for t in (spec.flows[i].start, spec.flows[i].start + spec.flow_duration(i))
+                   if 0 < t < spec.duration]  # fmt: skip
         converged = m.share_convergence_time(
-            times, active_rates, interval, spec.measurement.convergence_band
+            times, active_rates, interval, spec.measurement.convergence_band, changes
         )
     return FairnessOverTime({"t_s": times, "jain_index": jains}, converged)
 
