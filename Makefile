@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns
+.PHONY: install demo test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots
 
 install:
 	scripts/install.sh
@@ -39,6 +39,24 @@ lint:
 schemas:
 	$(PY) -m schemas.generate
 
+# Container images (podman; base image from Debian's packages where no registry is reachable):
+# ccbench/api, ccbench/worker, ccbench/postgres, ccbench/redis. See README "Compose".
+images:
+	containers/build.sh
+
+# The Helm chart, offline: lint, template, Kubernetes schemas, assertions (also in `make test`;
+# builds helm from the Go module proxy into ~/.cache/ccbench-tools on first use).
+test-helm:
+	$(PY) -m pytest -v tests/deploy/test_helm.py
+
+# docker-compose.yml validated as Docker Compose reads it (also in `make test`).
+test-compose-file:
+	$(PY) -m pytest -v tests/deploy/test_compose_file.py
+
+# The compose stack for real (root, podman-compose): images, up, the example, psql, down.
+test-compose:
+	CCBENCH_TEST_COMPOSE=1 $(PY) -m pytest -v -s --durations=5 tests/deploy/test_compose.py
+
 bench-orchestration:
 	$(PY) -m bench.orchestration
 
@@ -68,3 +86,6 @@ bench-campaigns:
 
 bench-scale:
 	$(PY) -m bench.scale
+
+bench-plots:
+	$(PY) -m bench.plots

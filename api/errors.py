@@ -19,7 +19,7 @@ from ccbench.errors import (
     Unauthorized,
     ValidationFailed,
 )
-from schemas.matrix import field_path
+from schemas.matrix import field_path, reason_of
 
 HTTP_STATUS: dict[type[CCBenchError], int] = {
     Unauthorized: 401,
@@ -117,7 +117,8 @@ def install_error_handlers(app: FastAPI) -> None:
                 where, loc = loc[0], loc[1:]
             else:
                 where = "body"
-            errors.append({"field": field_path(loc) or where, "reason": err.get("msg", "invalid")})
+            reason = reason_of(str(err.get("msg", "invalid")))
+            errors.append({"field": field_path(loc) or where, "reason": reason})
         failed = ValidationFailed.of(errors)
         if request.url.path.startswith("/ui/"):
             return error_page(failed)

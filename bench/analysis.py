@@ -54,6 +54,7 @@ def write_log(path: Path, events: int, seed: int = 1) -> None:
                 last_departure = max(clock, last_departure) + tx_us
                 queue.append(last_departure)
                 records[k]["departure_us"] = last_departure
+                records[k]["due_us"] = last_departure + 20000
                 records[k]["release_us"] = last_departure + 20000 + rng.integers(0, 60)
             out.write(records.tobytes())
 

@@ -201,6 +201,8 @@ class ParamFilter:
 @dataclass(frozen=True)
 class Filters:
     text: str | None = None
+    name: str | None = None  # in the name only
+    id_prefix: str | None = None  # the id starts with this (any length: clients resolve ids)
     tags: Sequence[str] = ()
     algorithms: Sequence[str] = ()
     params: Sequence[ParamFilter] = ()
@@ -271,6 +273,10 @@ def _where(team_id: str, filters: Filters) -> list[ColumnElement[bool]]:
         if is_prefix(text.lower()) or len(text) == 32:
             matches.append(id_matches(Experiment.id, text))
         clauses.append(or_(*matches))
+    if filters.name:
+        clauses.append(Experiment.name.contains(filters.name, autoescape=True))
+    if filters.id_prefix:
+        clauses.append(id_starts(Experiment.id, filters.id_prefix))
     for tag in filters.tags:
         clauses.append(
             Experiment.id.in_(select(ExperimentTag.experiment_id).where(ExperimentTag.tag == tag))
@@ -307,6 +313,16 @@ def _id_prefix(column: Any, prefix: str) -> ColumnElement[bool]:
     """Ids starting with a hex prefix, as a range the primary key's index serves."""
     pad = 32 - len(prefix)
     return and_(column >= prefix + "0" * pad, column <= prefix + "f" * pad)
+
+
+def id_starts(column: Any, prefix: str) -> ColumnElement[bool]:
+    """Ids that start with `prefix`, however short (what clients resolve a short id with):
+    a range on the primary key's index for hex, which every id is."""
+    wanted = prefix.lower()
+    if len(wanted) <= 32 and set(wanted) <= _HEX:
+        return _id_prefix(column, wanted)
+    started: ColumnElement[bool] = column.startswith(prefix, autoescape=True)
+    return started
 
 
 def is_prefix(text: str) -> bool:

@@ -55,8 +55,19 @@ def link_trace(link: int) -> str:
     return f"link-{link}.trace"
 
 
-def access_delay_stats(flow: int) -> str:
-    return f"link-access-{flow}.json"
+def access_link_name(flow: int, data: bool) -> str:
+    """One direction of flow `flow`'s access link (0-based): the sender's packets (data) or
+    what goes back to the sender (ack)."""
+    return f"link-access-{flow}-{'data' if data else 'ack'}"
+
+
+def access_link_stats(flow: int, data: bool) -> str:
+    return f"{access_link_name(flow, data)}.json"
+
+
+def access_packet_log(flow: int) -> str:
+    """The per-packet log of a flow's send jitter (the data direction of its access link)."""
+    return f"{access_link_name(flow, True)}.bin"
 
 
 def delay_line_stats(direction: str) -> str:

@@ -95,13 +95,12 @@ class Client:
             )
         if response.status_code in (502, 503, 504):
             raise Unreachable(f"{method} {path}: the API answered {response.status_code}")
+        if response.status_code >= 500:
+            raise ClientError(
+                f"{method} {path}: the API failed ({response.status_code}): {_message(response)}"
+            )
         if response.status_code >= 400:
-            detail = _message(response)
-            body = _json(response)
-            errors = body.get("errors") if isinstance(body, dict) else None
-            if errors:
-                detail += "".join(f"\n  - {e['field']}: {e['reason']}" for e in errors)
-            raise ClientError(f"{method} {path} failed ({response.status_code}): {detail}")
+            raise ClientError(_refusal(response))
         return response
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -142,6 +141,17 @@ def _json(response: httpx.Response) -> Any:
         return response.json()
     except ValueError:
         return None
+
+
+def _refusal(response: httpx.Response) -> str:
+    """The API's message, once: a 422's `message` repeats its first fields (ValidationFailed:
+    "<what>: <field>: <reason>; ..."), so with `errors` it is "<what>:" and one line a field."""
+    body = _json(response)
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if not errors:
+        return _message(response)
+    what = _message(response).partition(": ")[0]
+    return what + ":" + "".join(f"\n  {e['field']}: {e['reason']}" for e in errors)
 
 
 def _message(response: httpx.Response) -> str:

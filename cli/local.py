@@ -1,20 +1,26 @@
 """Commands that act on this machine rather than through the API: the embedded stack, the
-production processes, database migrations, teams and tokens, the reaper, the host probe."""
+production processes (API, worker, scheduler), the reaper, the host probe."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import time
+from typing import Annotated
+
+import typer
 
 from ccbench.errors import CCBenchError
 from ccbench.settings import Settings, get_settings
-from cli import stack
 from cli.client import ClientError, cli_config_path
-from cli.tokens import expiry
+from cli.render import console
+
+# `cli.stack` is imported by the commands that use it: its imports (the domain's jobs and
+# worker registry) take about 0.4 s, which every other command and completion would pay.
+PANEL = "This machine"
+app = typer.Typer()
 
 
 def _prepare_embedded(settings: Settings) -> None:
@@ -45,12 +51,21 @@ def _prepare_embedded(settings: Settings) -> None:
     path.chmod(0o600)
 
 
-def cmd_up(args: argparse.Namespace) -> int:
+@app.command(rich_help_panel=PANEL)
+def up(
+    detach: Annotated[
+        bool, typer.Option("--detach", help="return once ready; stop it with `ccbench down`")
+    ] = False,
+) -> None:
+    """Start the embedded local stack.
+
+    API and worker on 127.0.0.1, SQLite database and broker in the state directory."""
+    from cli import stack
+
     settings = get_settings()
+    err = console(stderr=True)
     if settings.database_url or settings.broker_url:
-        print(
-            "note: CCBENCH_DATABASE_URL/CCBENCH_BROKER_URL are set; `up` uses them", file=sys.stderr
-        )
+        err.print("note: CCBENCH_DATABASE_URL/CCBENCH_BROKER_URL are set; `up` uses them")
     _prepare_embedded(settings)
     stack.stop(settings)  # a stale detached stack from an earlier `up`
     processes = stack.start(settings)
@@ -58,17 +73,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         stack.wait_ready(settings, processes)
     except (RuntimeError, TimeoutError) as exc:
         stack.stop(settings)
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(
+        raise ClientError(str(exc)) from exc
+    console().print(
         f"ccbench embedded stack ready: API http://{settings.api_host}:{settings.api_port} "
         f"(docs at /docs), worker running; state in {settings.state_dir}\n"
         f"result pages: http://{settings.api_host}:{settings.api_port}/ui/ "
         f"(log in with the token in {cli_config_path(settings)})"
     )
-    if args.detach:
-        return 0
-    print("Ctrl-C stops it.")
+    if detach:
+        return
+    console().print("Ctrl-C stops it.")
     try:
         while True:
             time.sleep(1)
@@ -76,125 +90,88 @@ def cmd_up(args: argparse.Namespace) -> int:
         pass
     finally:
         stack.stop(settings)
-    return 0
 
 
-def cmd_down(_args: argparse.Namespace) -> int:
+@app.command(rich_help_panel=PANEL)
+def down() -> None:
+    """Stop a detached embedded stack."""
+    from cli import stack
+
     stopped = stack.stop(get_settings())
-    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
-    return 0
+    console().print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
 
 
-def cmd_api(args: argparse.Namespace) -> int:
+@app.command("api", rich_help_panel=PANEL)
+def run_api(
+    host: Annotated[
+        str | None, typer.Option(help="address to listen on (default: CCBENCH_API_HOST)")
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(min=1, max=65535, help="port to listen on (default: CCBENCH_API_PORT)"),
+    ] = None,
+) -> None:
+    """Run the API server (the production shape)."""
+    from cli import stack
+
     settings = get_settings()
-    if args.host:
-        settings.api_host = args.host
-    if args.port:
-        settings.api_port = args.port
+    if host:
+        settings.api_host = host
+    if port:
+        settings.api_port = port
     os.execv(sys.executable, stack.api_command(settings))
 
 
-def cmd_worker(_args: argparse.Namespace) -> int:
+@app.command(rich_help_panel=PANEL)
+def worker() -> None:
+    """Run a worker (as root).
+
+    CCBENCH_WORKER_POOL names its pool, CCBENCH_WORKER_ID its id (default: the host name and a
+    random part kept in the state directory)."""
     from ccbench.workerpool import worker_id
+    from cli import stack
 
     if os.geteuid() != 0:
-        print("warning: workers build network namespaces and need root", file=sys.stderr)
+        console(stderr=True).print("warning: workers build network namespaces and need root")
     worker = worker_id(get_settings())
-    os.execve(sys.executable, stack.worker_command(worker),
-              dict(os.environ, CCBENCH_WORKER_ID=worker))  # fmt: skip
+    os.execve(
+        sys.executable, stack.worker_command(worker), dict(os.environ, CCBENCH_WORKER_ID=worker)
+    )
 
 
-def cmd_scheduler(_args: argparse.Namespace) -> int:
+@app.command(rich_help_panel=PANEL)
+def scheduler() -> None:
+    """Run the scheduler: dispatch queued runs, reap dead workers' runs."""
+    from cli import stack
+
     os.execv(sys.executable, stack.scheduler_command())
 
 
-def cmd_db_upgrade(_args: argparse.Namespace) -> int:
-    from ccbench.db.migrate import upgrade
-
-    settings = get_settings()
-    upgrade(settings.effective_database_url)
-    print(f"database at head: {_redact(settings.effective_database_url)}")
-    return 0
-
-
-def _redact(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
-
-
-def cmd_create_team(args: argparse.Namespace) -> int:
-    from ccbench import teams
-    from ccbench.db.session import session_scope
-
-    try:
-        with session_scope() as session:
-            team = teams.create_team(session, args.name)
-            print(f"team {team.name} created (id {team.id})")
-    except CCBenchError as exc:
-        raise ClientError(exc.message) from exc
-    return 0
-
-
-def cmd_create_token(args: argparse.Namespace) -> int:
-    from ccbench import teams
-    from ccbench.db.session import session_scope
-
-    try:
-        with session_scope() as session:
-            team = teams.get_team_by_name(session, args.team)
-            token = teams.create_token(session, team, args.name, expiry(args.expires_in_days),
-                                       teams.Scope(args.scope))  # fmt: skip
-    except CCBenchError as exc:
-        raise ClientError(exc.message) from exc
-    print(token)
-    print(f"({args.scope} token for team {args.team}; it is shown only once)", file=sys.stderr)
-    return 0
-
-
-def cmd_bootstrap(args: argparse.Namespace) -> int:
-    """Migrate, then make sure the bootstrap team and token exist (deployments' first start)."""
-    from ccbench import teams
-    from ccbench.db.migrate import upgrade
-    from ccbench.db.session import session_scope
-
-    secret = os.environ.get("CCBENCH_BOOTSTRAP_TOKEN", "")
-    if not secret:
-        raise ClientError("set CCBENCH_BOOTSTRAP_TOKEN to the admin token to create")
-    settings = get_settings()
-    upgrade(settings.effective_database_url)
-    try:
-        with session_scope() as session:
-            team = teams.ensure_bootstrap(session, args.team, secret)
-            print(f"database at head; team {team.name} has the bootstrap token")
-    except CCBenchError as exc:
-        raise ClientError(exc.message) from exc
-    return 0
-
-
-def cmd_secret_key(_args: argparse.Namespace) -> int:
-    from ccbench.secrets import new_key
-
-    print(new_key())
-    return 0
-
-
-def cmd_reap(_args: argparse.Namespace) -> int:
+@app.command(rich_help_panel=PANEL)
+def reap() -> None:
+    """Fail or requeue the runs whose worker died."""
     from ccbench.reaper import reap_stale_runs
 
     reaped = reap_stale_runs()
+    out = console()
     for r in reaped:
-        print(f"{r.run_id}: {r.action} ({r.detail})")
-    print(f"{len(reaped)} run(s) reaped")
-    return 0
+        out.print(f"{r.run_id}: {r.action} ({r.detail})")
+    out.print(f"{len(reaped)} run(s) reaped")
 
 
-def cmd_probe(args: argparse.Namespace) -> int:
-    """The worker's own probe (`python -m workers.probe`), run as a program: the CLI starts the
-    worker app's entry points, it does not import them."""
+@app.command(rich_help_panel=PANEL)
+def probe(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """What this host can run: congestion controls, netem, NFQUEUE, BPF struct_ops."""
+    from cli import stack
+
+    # The worker's own probe (`python -m workers.probe`), run as a program: the CLI starts the
+    # worker app's entry points, it does not import them.
     done = subprocess.run(
-        stack.probe_command(json_output=args.json), capture_output=True, text=True, check=False
+        stack.probe_command(json_output=as_json), capture_output=True, text=True, check=False
     )
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
-    return done.returncode
+    if done.returncode:
+        raise typer.Exit(done.returncode)

@@ -1,18 +1,29 @@
-"""How the CLI prints what the API returns: a run's progress line and an experiment's report."""
+"""How the CLI prints what the API returns: consoles, runs, tables, an experiment's report.
+Every value goes through the catalogue's `format_quantity` (SI prefix and unit)."""
 
 from __future__ import annotations
 
+import json
+import sys
+from datetime import datetime
 from typing import Any
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 
 from schemas import AggregateMetrics
 from schemas.metrics import (
     BIT_PER_S,
+    BYTE,
     KEY_METRICS,
+    PACKET,
     RUN_LINE_AGGREGATE,
     RUN_LINE_FLOW,
     SECOND,
     Metric,
-    display_unit,
+    format_quantity,
     metrics_of,
 )
 
@@ -20,86 +31,190 @@ from schemas.metrics import (
 OPTIONAL_AGGREGATE = [
     m for m in metrics_of("aggregate") if not AggregateMetrics.model_fields[m.name].is_required()
 ]
+# Characters of an id the CLI shows; any unique prefix is accepted back (cli/ids.py).
+SHORT_ID = 8
+# Width of output that goes to a file or a pipe: lines are never wrapped there.
+PIPE_WIDTH = 1000
+STATUS_STYLE = {
+    "done": "green",
+    "failed": "bold red",
+    "cancelled": "yellow",
+    "running": "cyan",
+    "queued": "dim",
+}
 
 
-def fmt(value: Any, unit: str = "") -> str:
-    """A value of `unit` (a catalogue unit) as the CLI prints it."""
-    if value is None:
+def console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr): styles and the terminal's width on a terminal; plain,
+    unwrapped lines otherwise. Markup is off: names and messages print as they are."""
+    terminal = Console(stderr=stderr).is_terminal
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        width=None if terminal else PIPE_WIDTH,
+    )
+
+
+def print_json(data: Any) -> None:
+    """JSON on stdout as the API sent it, indented; never wrapped or styled."""
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def short(identifier: str) -> str:
+    return identifier[:SHORT_ID]
+
+
+def when(timestamp: str | None) -> str:
+    """An RFC 3339 time of the API in the local time zone, to the minute."""
+    if not timestamp:
         return "-"
-    if isinstance(value, float) or (isinstance(value, int) and unit == BIT_PER_S):
-        symbol, factor = display_unit(unit)
-        if unit == BIT_PER_S:
-            return f"{value * factor:.3f} {symbol}"
-        if unit == SECOND:
-            return f"{value * factor:.1f} {symbol}"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return datetime.fromisoformat(timestamp).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def axes_text(axis_values: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in axis_values.items())
+
+
+def run_label(run: dict[str, Any], total: int) -> str:
+    """`run 3/12 topology.bottleneck.buffer=2bdp rep 1`: a run by its place in the matrix."""
+    axes = axes_text(run.get("axis_values") or {})
+    return " ".join(
+        part
+        for part in (f"run {run['order_index'] + 1}/{total}", axes, f"rep {run['repetition']}")
+        if part
+    )
+
+
+def run_progress(run: dict[str, Any]) -> str:
+    """`12/20 s` of a running run, else ""."""
+    progress = run.get("progress") or {}
+    if run["status"] != "running" or not progress.get("duration_s"):
+        return ""
+    elapsed, duration = float(progress.get("elapsed_s") or 0), float(progress["duration_s"])
+    return f"{elapsed:.0f}/{duration:.0f} s"
+
+
+def table(*columns: str, right: tuple[str, ...] = ()) -> Table:
+    """A borderless table with these column headings (those in `right` aligned right)."""
+    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for name in columns:
+        grid.add_column(name, justify="right" if name in right else "left")
+    return grid
+
+
+def runs_table(runs: list[dict[str, Any]], axes: list[str]) -> Table:
+    """An experiment's runs: place, id, axis values, repetition, status, progress or error."""
+    grid = table("#", "run", *axes, "rep", "status", "", right=("#", "rep"))
+    for run in runs:
+        detail = run_progress(run) or (run.get("error") or "" if run["status"] == "failed" else "")
+        grid.add_row(
+            str(run["order_index"] + 1),
+            short(run["id"]),
+            *(str(run["axis_values"].get(axis, "")) for axis in axes),
+            str(run["repetition"]),
+            status_text(run["status"]),
+            detail,
+        )
+    return grid
+
+
+def _value(values: dict[str, Any], metric: Metric) -> str:
+    return format_quantity(values.get(metric.name), metric.unit)
 
 
 def _pairs(values: dict[str, Any], metrics: list[Metric]) -> str:
-    return "  ".join(f"{m.name}={fmt(values.get(m.name), m.unit)}" for m in metrics)
+    return " · ".join(f"{m.label} {_value(values, m)}" for m in metrics)
 
 
-def run_line(run: dict[str, Any], total: int) -> str:
-    progress = run.get("progress") or {}
-    where = ""
-    if run["status"] == "running" and progress.get("duration_s"):
-        elapsed, duration = float(progress.get("elapsed_s") or 0), float(progress["duration_s"])
-        bar = int(20 * min(1.0, elapsed / duration))
-        where = f" [{'#' * bar}{'.' * (20 - bar)}] {elapsed:.0f}/{duration:.0f} s"
-    axes = " ".join(f"{k}={v}" for k, v in run["axis_values"].items())
-    error = f" - {run['error']}" if run.get("error") and run["status"] == "failed" else ""
-    return (
-        f"run {run['order_index'] + 1}/{total} {axes} rep {run['repetition']}: "
-        f"{run['status']}{where}{error}"
-    ).replace("  ", " ")
-
-
-def print_report(report: dict[str, Any]) -> None:
-    """Per run: flows, aggregate, what was applied and the checks; then the matrix groups."""
+def print_report(out: Console, report: dict[str, Any]) -> None:
+    """Per run: its flows (and their aggregate) in a table, the other aggregate metrics, what
+    was applied and the checks; then the matrix points over repetitions."""
     for run in report.get("runs", []):
-        axes = " ".join(f"{k}={v}" for k, v in (run.get("axis_values") or {}).items())
-        print(f"\nrun {run['run_id']} {axes} rep {run.get('repetition', 0)}: {run['status']}")
+        heading = Text(f"\nrun {short(run['run_id'])}", style="bold")
+        heading.append(f" {axes_text(run.get('axis_values') or {})}".rstrip())
+        heading.append(f" rep {run.get('repetition', 0)}: ")
+        heading.append_text(status_text(run["status"]))
+        out.print(heading)
         if run.get("error"):
-            print(f"  error: {run['error']}")
-        for flow in run.get("flows", []):
-            print(
-                f"  flow {flow['flow']} {flow['algorithm']:<8} " + _pairs(flow, list(RUN_LINE_FLOW))
-            )
+            out.print(f"  error: {run['error']}")
         aggregate = run.get("aggregate") or {}
+        flows = run.get("flows", [])
+        if flows:
+            columns = list(RUN_LINE_FLOW)
+            grid = table(
+                "flow",
+                "algorithm",
+                *(m.label for m in columns),
+                right=("flow", *(m.label for m in columns)),
+            )
+            for flow in flows:
+                reverse = " (reverse)" if flow.get("direction") == "reverse" else ""
+                grid.add_row(
+                    str(flow["flow"]),
+                    flow["algorithm"] + reverse,
+                    *(_value(flow, m) for m in columns),
+                )
+            if aggregate:
+                grid.add_row(
+                    "all",
+                    "",
+                    *(_value(aggregate, m) if m.in_scope("aggregate") else "" for m in columns),
+                )
+            out.print(Padding(grid, (0, 0, 0, 2), expand=False))
         if aggregate:
-            listed = [*RUN_LINE_AGGREGATE]
+            shown = {m.name for m in RUN_LINE_FLOW}
+            listed = [m for m in RUN_LINE_AGGREGATE if m.name not in shown]
             listed += [m for m in OPTIONAL_AGGREGATE if aggregate.get(m.name) is not None]
-            print("  aggregate: " + _pairs(aggregate, [m for m in listed if m.name in aggregate]))
+            pairs = _pairs(aggregate, [m for m in listed if m.name in aggregate])
+            out.print(f"  aggregate: {pairs}")
         applied = run.get("applied") or {}
         if applied:
-            buffer = (
-                f"{applied['buffer_pkts']} pkts"
-                if applied.get("buffer_pkts") is not None
-                else f"{applied.get('buffer_bytes')} B"
-            )
-            print(
-                f"  applied: {fmt(applied['rate_bps'], BIT_PER_S)}, "
-                f"{fmt(applied['delay_s'], SECOND)} one way "
-                f"(base RTT {fmt(applied['base_rtt_s'], SECOND)}), "
-                f"buffer {buffer}, delay via {applied.get('delay_mechanism')}; measured: min RTT "
-                f"{fmt(applied.get('measured_min_rtt_s'), SECOND)}, bottleneck "
-                f"{fmt(applied.get('measured_rate_bps'), BIT_PER_S)} while backlogged"
-            )
+            out.print("  " + applied_line(applied))
         for check in run.get("checks") or []:
-            mark = "ok " if check.get("ok") else "FAIL"
-            print(f"  [{mark}] {check.get('name')}: {check.get('detail')}")
+            mark = Text("[ok ]", style="green") if check.get("ok") else Text("[FAIL]", style="red")
+            out.print(
+                Text("  ").append_text(mark).append(f" {check.get('name')}: {check.get('detail')}")
+            )
     groups = report.get("groups") or []
     if len(groups) > 1 or any(g.get("n", 1) > 1 for g in groups):
-        print("\ngroups (median ± SIQR over repetitions):")
+        out.print(Text("\nmatrix points (median ± SIQR over repetitions)", style="bold"))
+        axes = list(report.get("axes") or [])
+        metrics = [m for m in KEY_METRICS]
+        grid = table(
+            *axes, "n", *(m.label for m in metrics), right=("n", *(m.label for m in metrics))
+        )
         for group in groups:
-            axes = " ".join(f"{k}={v}" for k, v in group["axis_values"].items())
-            metrics = group.get("metrics", {})
-            shown = []
-            for name in (m.name for m in KEY_METRICS):
-                if f"{name}_median" in metrics:
-                    shown.append(
-                        f"{name}={fmt(metrics[f'{name}_median'])}±{fmt(metrics.get(f'{name}_siqr'))}"
+            values = group.get("metrics", {})
+            grid.add_row(
+                *(str(group["axis_values"].get(axis, "")) for axis in axes),
+                f"{group['n']}/{group['runs']}",
+                *(
+                    format_quantity(
+                        values.get(f"{m.name}_median"), m.unit, values.get(f"{m.name}_siqr")
                     )
-            print(f"  {axes} (n={group['n']}): " + "  ".join(shown))
+                    for m in metrics
+                ),
+            )
+        out.print(grid)
+
+
+def applied_line(applied: dict[str, Any]) -> str:
+    """What the testbed configured, and what was measured against it."""
+    if applied.get("buffer_pkts") is not None:
+        buffer = format_quantity(applied["buffer_pkts"], PACKET)
+    else:
+        buffer = format_quantity(applied.get("buffer_bytes"), BYTE)
+    return (
+        f"applied: {format_quantity(applied.get('rate_bps'), BIT_PER_S)}, "
+        f"{format_quantity(applied.get('delay_s'), SECOND)} one way "
+        f"(base RTT {format_quantity(applied.get('base_rtt_s'), SECOND)}), "
+        f"buffer {buffer}, delay via {applied.get('delay_mechanism') or '-'}; measured: min RTT "
+        f"{format_quantity(applied.get('measured_min_rtt_s'), SECOND)}, bottleneck "
+        f"{format_quantity(applied.get('measured_rate_bps'), BIT_PER_S)} while backlogged"
+    )

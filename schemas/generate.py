@@ -4,7 +4,7 @@
 - agents/kernel/bpf/ccb_defaults.h: the initial value of every BPF controller tunable,
   round(default x bpf_scale) of its `Parameter` in schemas/algorithms.py;
 - agents/ccbench-transport/src/defaults.rs: the userspace transport's defaults, as
-  schemas/spec.py's `TransportOptions` declares them.
+  schemas/spec.py's `TransportOptions` declares them, and a flow's initial window.
 
 tests/test_schemas.py fails when a committed file differs from what this produces (and
 tests/test_bpf_defaults.py when a compiled BPF object's tunables differ from the models)."""
@@ -25,7 +25,7 @@ from schemas.campaign import CampaignReport, CampaignSpec
 from schemas.jsonschema import with_units
 from schemas.matrix import MatrixSpec, Submission
 from schemas.report import ExperimentReport
-from schemas.spec import ExperimentSpec, TransportOptions
+from schemas.spec import ExperimentSpec, Flow, TransportOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = Path(__file__).parent / "json"
@@ -125,20 +125,21 @@ _TRANSPORT_CONSTANTS: dict[str, tuple[str, str, Callable[[Any], str]]] = {
 
 
 def transport_defaults_rust() -> str:
-    """defaults.rs: one constant per `TransportOptions` field."""
+    """defaults.rs: one constant per `TransportOptions` field, and `flows[].initial_window`'s
+    default (the transport starts its controller's window there)."""
     fields = TransportOptions.model_fields
     if set(fields) != set(_TRANSPORT_CONSTANTS):
         raise ValueError(
             f"TransportOptions has fields {sorted(fields)}: say in schemas/generate.py "
             "(_TRANSPORT_CONSTANTS) how each becomes a constant of the transport"
         )
-    source = "schemas/spec.py (TransportOptions)"
+    source = "schemas/spec.py (TransportOptions, Flow.initial_window)"
     lines = [f"// {line}" for line in textwrap.wrap(GENERATED.format(source=source), 96)]
     lines += [
         "",
-        "//! The userspace transport's defaults, as the spec's `transport` options declare them:",
-        "//! `SenderConfig::default()` and the agent's flags (`usend --mss`, ...) take them from",
-        "//! here.",
+        "//! The userspace transport's defaults, as the spec's `transport` options (and a flow's",
+        "//! `initial_window`) declare them: `SenderConfig::default()` and the agent's flags",
+        "//! (`usend --mss`, ...) take them from here.",
         "",
         "use std::time::Duration;",
         "",
@@ -148,6 +149,10 @@ def transport_defaults_rust() -> str:
         doc = f"`transport.{name}`: {field.description}."
         lines += [f"/// {line}" for line in textwrap.wrap(doc, 96, break_on_hyphens=False)]
         lines.append(f"pub const {constant}: {rust_type} = {literal(field.default)};")
+    window = Flow.model_fields["initial_window"]
+    doc = f"`flows[].initial_window`: {window.description}."
+    lines += [f"/// {line}" for line in textwrap.wrap(doc, 96, break_on_hyphens=False)]
+    lines.append(f"pub const INITIAL_WINDOW: u32 = {_rust_u32(window.default)};")
     return "\n".join(lines) + "\n"
 
 

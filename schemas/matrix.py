@@ -103,11 +103,17 @@ def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(part) for part in cleaned)
 
 
+def reason_of(message: str) -> str:
+    """A pydantic error message for people: without the "Value error, " pydantic puts before
+    the message of a validator's own ValueError."""
+    return message.removeprefix("Value error, ")
+
+
 def errors_of(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
     out = []
     for error in exc.errors(include_url=False):
         loc = field_path(error["loc"])
-        msg = str(error["msg"]).removeprefix("Value error, ")
+        msg = reason_of(str(error["msg"]))
         out.append({"loc": f"{prefix}.{loc}".strip(".") if prefix else loc, "msg": msg})
     return out
 

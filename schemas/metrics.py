@@ -14,6 +14,7 @@ its forward bottleneck (`AggregateMetrics`), or both. Over repetitions a matrix 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,11 +35,20 @@ BIT_PER_S_PER_S = "bit/s^2"  # network power: bit/s per s of delay
 
 
 @dataclass(frozen=True)
-class Metric:
+class Quantity:
+    """Something a client shows: its name (the key in JSON, a series' column), its SI unit, a
+    human label and what it measures."""
+
     name: str
     unit: str
     label: str
-    description: str  # what the value measures; for scope "both", a flow's value
+    description: str
+
+
+@dataclass(frozen=True)
+class Metric(Quantity):
+    """A metric of a report (`description`: for scope "both", a flow's value)."""
+
     scope: Scope
     # Scope "both": how the aggregate value is formed.
     aggregate: str | None = None
@@ -65,7 +75,8 @@ CATALOGUE: tuple[Metric, ...] = (
         "goodput",
         "8 x application bytes the receiver got in the flow's window / the window's length",
         "both",
-        aggregate="sum of the forward flows' goodput_bps",
+        aggregate="8 x application bytes every forward flow's receiver got in the run's window "
+        "/ the window's length (flows active at different times: not a sum of their rates)",
     ),
     Metric(
         "throughput_bps",
@@ -74,7 +85,8 @@ CATALOGUE: tuple[Metric, ...] = (
         "8 x bytes the sender sent in the flow's window (retransmissions included) / the "
         "window's length",
         "both",
-        aggregate="sum of the forward flows' throughput_bps",
+        aggregate="8 x bytes every forward flow's sender sent in the run's window / the "
+        "window's length",
     ),
     Metric(
         "utilization",
@@ -90,8 +102,9 @@ CATALOGUE: tuple[Metric, ...] = (
         "jain_index",
         DIMENSIONLESS,
         "Jain's index",
-        "Jain's fairness index of the forward flows' goodput_bps, (sum x)^2 / (n sum x^2): 1 "
-        "for equal shares (seed 000); none unless every forward flow has a goodput",
+        "Jain's fairness index (sum x)^2 / (n sum x^2) of the forward flows' goodputs over "
+        "the part of the run's window in which they are all active: 1 for equal shares (seed "
+        "000); none when they never run together",
         "aggregate",
     ),
     Metric(
@@ -186,16 +199,18 @@ CATALOGUE: tuple[Metric, ...] = (
         "normalized_fairness",
         DIMENSIONLESS,
         "normalized fairness",
-        "Jain's index of the forward flows' goodput_bps x rtt_mean_s: 1 when each flow gets "
-        "a share proportional to 1/RTT (seed 003; flows with different RTTs)",
+        "Jain's index of the forward flows' goodput x mean smoothed RTT, over the window of "
+        "jain_index: 1 when each flow gets a share proportional to 1/RTT (seed 003; flows with "
+        "different RTTs)",
         "aggregate",
     ),
     Metric(
         "friendliness_ratio",
         DIMENSIONLESS,
         "friendliness F",
-        "F: mean goodput_bps of the candidate flows / mean goodput_bps of the reference flows "
-        "(seed 004); 1 is TCP-friendly",
+        "F: mean goodput of the candidate flows / mean goodput of the reference flows, over "
+        "the part of the run's window in which all of them are active (seed 004); 1 is "
+        "TCP-friendly",
         "aggregate",
     ),
     Metric(
@@ -209,16 +224,17 @@ CATALOGUE: tuple[Metric, ...] = (
         "fc_ratio",
         DIMENSIONLESS,
         "FC",
-        "FC: max / min goodput_bps among the candidate flows (seed 004)",
+        "FC: max / min goodput among the candidate flows, over the window of F (seed 004)",
         "aggregate",
     ),
     Metric(
         "convergence_time_s",
         SECOND,
         "convergence time",
-        "from the run's start to the first interval from which on every forward flow active "
-        "for the whole interval stays within the band (measurement.convergence_band) around "
-        "the interval's equal share",
+        "from the last time a forward flow started or stopped before the flows settled (else "
+        "the run's start) to the first interval from which on every forward flow active for "
+        "the whole interval stays within the band (measurement.convergence_band) around the "
+        "interval's equal share",
         "aggregate",
     ),
 )
@@ -265,8 +281,94 @@ RUN_LINE_FLOW = _select("flow", "goodput_bps", "rtt_mean_s", "retransmits",
 RUN_LINE_AGGREGATE = _select("aggregate", "utilization", "jain_index", "queue_mean_pkts",
                              "power", "drops", "goodput_bps", "rtt_mean_s")  # fmt: skip
 
-# How the clients print a value of a unit for now: with this prefix (symbol, scale factor).
-_DISPLAY = {BIT_PER_S: ("Mbit/s", 1e-6), SECOND: ("ms", 1e3)}
+# The columns of a run's stored time series (`ccbench.analysis.series`) that are not report
+# metrics; a column named as a metric (goodput_bps, jain_index, drops, ...) is that metric,
+# counted from the run's start (cumulative counters) or over one sample's interval (rates).
+SERIES_COLUMNS: tuple[Quantity, ...] = (
+    Quantity("t_s", SECOND, "time", "seconds since the run's common start"),
+    Quantity("cwnd_pkts", PACKET, "cwnd", "the sender's congestion window"),
+    Quantity(
+        "ssthresh_pkts",
+        PACKET,
+        "ssthresh",
+        "the sender's slow-start threshold (none while infinite)",
+    ),  # fmt: skip
+    Quantity("srtt_s", SECOND, "smoothed RTT", "the sender's smoothed RTT estimate"),
+    Quantity(
+        "delivery_rate_bps",
+        BIT_PER_S,
+        "delivery rate",
+        "the sender's delivery-rate estimate (tcp_info)",
+    ),  # fmt: skip
+    Quantity(
+        "bytes_sent",
+        BYTE,
+        "bytes sent",
+        "bytes the sender transmitted since its start, retransmissions included",
+    ),  # fmt: skip
+    Quantity(
+        "qlen_pkts",
+        PACKET,
+        "queue",
+        "packets in the forward bottleneck's queue (emulator log: what a sampled arrival "
+        "found plus itself; qdisc sampling: the sampled length)",
+    ),  # fmt: skip
+    Quantity("backlog_bytes", BYTE, "queue backlog", "bytes in the sampled qdisc's queue"),
+    Quantity(
+        "queue_delay_s",
+        SECOND,
+        "queueing delay",
+        "emulator log: a sampled packet's departure - arrival - its own transmission time "
+        "(none for a dropped packet); qdisc sampling: 8 x the sampled backlog / the "
+        "bottleneck's rate",
+    ),  # fmt: skip
+)
+
+QUANTITIES: dict[str, Quantity] = {**METRICS, **{q.name: q for q in SERIES_COLUMNS}}
+if len(QUANTITIES) != len(METRICS) + len(SERIES_COLUMNS):
+    raise ValueError("a series column shares a name with a metric: use the metric")
+
+# Name suffixes of columns outside the catalogue (a controller's state variables,
+# docs/contracts.md "State trace"): the unit and the factor to SI ("_x256": fixed point over 256).
+_SUFFIXES = (("_us", SECOND, 1e-6), ("_ms", SECOND, 1e-3), ("_s", SECOND, 1.0),
+             ("_x256", DIMENSIONLESS, 1 / 256), ("_pkts", PACKET, 1.0), ("_bps", BIT_PER_S, 1.0),
+             ("_bytes", BYTE, 1.0))  # fmt: skip
+
+
+def column_quantity(name: str) -> tuple[Quantity, float]:
+    """A series column as a quantity, with the factor that turns its values into the
+    quantity's SI unit: the catalogue's, or for a controller's state variable what its name
+    says ("base_rtt_us" -> base RTT in s, x 1e-6; "diff" -> dimensionless)."""
+    if name in QUANTITIES:
+        return QUANTITIES[name], 1.0
+    stem, unit, factor = name, DIMENSIONLESS, 1.0
+    for suffix, suffix_unit, suffix_factor in _SUFFIXES:
+        if name.endswith(suffix):
+            stem, unit, factor = name.removesuffix(suffix), suffix_unit, suffix_factor
+            break
+    words = ["RTT" if w == "rtt" else w for w in stem.split("_")]
+    return Quantity(name, unit, " ".join(words), f"controller state {name}"), factor
+
+
+# A unit as written after a number ("1": nothing).
+_SYMBOLS = {BIT_PER_S_PER_S: "bit/s²", DIMENSIONLESS: ""}
+# SI prefixes (decimal, as in networking) and the units that take them: rates and sizes grow
+# (kbit/s .. Gbit/s), seconds only shrink (ms, µs: a long time stays in s). Network power is
+# written as seed 000 writes it (Figs. 13-23: "Kb/s²").
+_PREFIXES = {"G": 1e9, "M": 1e6, "k": 1e3, "": 1.0, "m": 1e-3, "µ": 1e-6}
+_PREFIXED = {BIT_PER_S: "GMk", BYTE: "GMk", BIT_PER_S_PER_S: "GMk", SECOND: "mµ"}
+# The unit each column of a table shows a unit in (values of a column stay comparable across
+# rows and pages): value x factor, then the symbol.
+_DISPLAY = {BIT_PER_S: "M", SECOND: "m", BIT_PER_S_PER_S: "M", BYTE: "M"}
+
+
+def symbol(unit: str) -> str:
+    """How `unit` is written after a number: "bit/s", "pkt", "bit/s²", "" for "1"."""
+    return _SYMBOLS.get(unit, unit)
+
+
+def _prefixed(unit: str, prefix: str) -> tuple[str, float]:
+    return f"{prefix}{symbol(unit)}", 1.0 / _PREFIXES[prefix]
 
 
 # The unit of a report field by its name's suffix (the house convention: names say their SI
@@ -280,11 +382,62 @@ def unit_of_field(name: str) -> str | None:
 
 
 def display_unit(unit: str) -> tuple[str, float]:
-    """(symbol, factor) a client shows a value of `unit` in: value x factor, then symbol."""
-    return _DISPLAY.get(unit, (unit, 1.0))
+    """(symbol, factor) a table column shows values of `unit` in: value x factor, then symbol
+    ("Mbit/s", 1e-6)."""
+    return _prefixed(unit, _DISPLAY.get(unit, ""))
 
 
-def heading(metric: Metric) -> str:
-    """A column or axis title: the label with the unit shown, "goodput (Mbit/s)"."""
-    symbol, _ = display_unit(metric.unit)
-    return metric.label if metric.unit == DIMENSIONLESS else f"{metric.label} ({symbol})"
+def scaled_unit(unit: str, magnitude: float | None) -> tuple[str, float]:
+    """(symbol, factor) that shows values of `unit` around `magnitude` (a figure axis's or a
+    single value's largest absolute value) between 1 and 1000 where the unit takes a prefix:
+    (4.2e6, bit/s) -> ("Mbit/s", 1e-6); (0.04, s) -> ("ms", 1e3); (12.0, s) -> ("s", 1.0)."""
+    allowed = _PREFIXED.get(unit)
+    if allowed is None or not magnitude or not math.isfinite(magnitude):
+        return _prefixed(unit, "")
+    # Largest first; the smallest is taken when none fits.
+    candidates = ["", *allowed] if unit == SECOND else [*allowed, ""]
+    size = abs(magnitude) * (1 + 1e-9)
+    prefix = next((p for p in candidates if size >= _PREFIXES[p]), candidates[-1])
+    return _prefixed(unit, prefix)
+
+
+# `format_quantity`: significant digits of a value (a client's default; figures take 3), and of
+# the spread after it.
+SIGNIFICANT_DIGITS = 4
+SPREAD_DIGITS = 2
+
+
+def _digits(number: float, significant: int) -> str:
+    return f"{number:.0f}" if abs(number) >= 10**significant else f"{number:.{significant}g}"
+
+
+def format_quantity(
+    value: float | None, unit: str, spread: float | None = None, digits: int = SIGNIFICANT_DIGITS
+) -> str:
+    """A value of `unit` (a catalogue unit) as every client prints it for people: `digits`
+    significant digits with the SI prefix that brings it into [1, 1000) where the unit takes one
+    ("4.542 Mbit/s", "68.3 ms", "19 s", "141.5 Mbit/s²"), counts as they are ("57 pkt",
+    "22.5 pkt"), dimensionless values bare ("0.9913"). `spread` (e.g. a SIQR) follows as "± x"
+    with two significant digits in the same prefix ("8.386 ± 0.023 Mbit/s"). None (not
+    measured) is "–"."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"format_quantity takes a number, got {value!r}")
+    if isinstance(value, int) and unit not in _PREFIXED:
+        shown, factor, text = symbol(unit), 1.0, str(value)  # a count: every digit
+    else:
+        # The prefix of the value as rounded (999.96e6 bit/s is "1 Gbit/s", not "1000 Mbit/s").
+        shown, factor = scaled_unit(unit, float(f"{value:.{digits}g}"))
+        scaled = value * factor
+        text = str(value) if isinstance(value, int) and factor == 1.0 else _digits(scaled, digits)
+    if spread is not None:
+        text += f" ± {_digits(spread * factor, SPREAD_DIGITS)}"
+    return f"{text} {shown}" if shown else text
+
+
+def heading(quantity: Quantity, unit_symbol: str | None = None) -> str:
+    """A column or axis title: the label with the unit shown, "goodput (Mbit/s)" (the table
+    unit of `display_unit`, or `unit_symbol`)."""
+    shown = unit_symbol if unit_symbol is not None else display_unit(quantity.unit)[0]
+    return f"{quantity.label} ({shown})" if shown else quantity.label

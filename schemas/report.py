@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic_core import PydanticUndefined
 
-from schemas.metrics import metric_field
+from schemas.metrics import BIT_PER_S, BYTE, PACKET, SECOND, metric_field
 
 # What identifies a flow in FlowMetrics, beside its metrics.
 FLOW_KEYS = ("flow", "algorithm", "direction")
@@ -51,27 +52,50 @@ class AggregateMetrics(BaseModel):
     convergence_time_s: float | None = metric_field("convergence_time_s", "aggregate", None)
 
 
+def _condition(label: str, unit: str, description: str, default: Any = PydanticUndefined) -> Any:
+    """A field of AppliedConditions: its label (the JSON Schema's title) and unit, which the
+    result pages show it with."""
+    return Field(
+        default, title=label, description=f"{description} [{unit}]",
+        json_schema_extra={"x-unit": unit},
+    )  # fmt: skip
+
+
 class AppliedConditions(BaseModel):
     """What the testbed configured and what was measured against it."""
 
-    rate_bps: float | None = Field(description="configured rate; on a real path its nominal one")
-    delay_s: float | None = Field(description="configured one-way delay; none on a real path")
-    base_rtt_s: float | None = Field(description="configured; on a real path the ping before")
-    buffer_pkts: int | None
-    buffer_bytes: int | None
-    delay_mechanism: str | None
-    measured_min_rtt_s: float | None
-    ping_rtt_min_s: float | None = Field(
-        None, description="minimum ping RTT through the empty bottleneck before the flows"
+    rate_bps: float | None = _condition(
+        "rate", BIT_PER_S, "configured rate; on a real path its nominal one"
     )
-    measured_rate_bps: float | None = Field(
-        description="bottleneck departure rate while its queue was non-empty"
+    delay_s: float | None = _condition(
+        "one-way delay", SECOND, "configured one-way delay; none on a real path"
+    )
+    base_rtt_s: float | None = _condition(
+        "base RTT", SECOND, "configured; on a real path the ping before"
+    )
+    buffer_pkts: int | None = _condition("buffer", PACKET, "configured buffer in packets")
+    buffer_bytes: int | None = _condition("buffer", BYTE, "configured buffer in bytes")
+    delay_mechanism: str | None = Field(
+        title="delay mechanism", description="how the delay was emulated"
+    )
+    measured_min_rtt_s: float | None = _condition(
+        "measured minimum RTT", SECOND, "smallest minimum RTT the senders reported"
+    )
+    ping_rtt_min_s: float | None = _condition(
+        "ping RTT", SECOND,
+        "minimum ping RTT through the empty bottleneck before the flows", None,
+    )  # fmt: skip
+    measured_rate_bps: float | None = _condition(
+        "measured rate", BIT_PER_S, "bottleneck departure rate while its queue was non-empty"
     )
     link_mechanism: str | None = Field(
-        None, description="emulator | tc | none (a real path between hosts)"
+        None,
+        title="link mechanism",
+        description="emulator | tc | none (a real path between hosts)",
     )
     queue_source: Literal["qdisc_sampling", "emulator_log", "none"] = Field(
         "qdisc_sampling",
+        title="queue source",
         description="emulator_log: exact, from every packet; qdisc_sampling: sampled counters; "
         "none: a real path, whose queues are not observable",
     )

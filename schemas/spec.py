@@ -16,6 +16,7 @@ from schemas.units import (
     BufferSize,
     Delay,
     Interval,
+    JitterScale,
     Offset,
     Period,
     Rate,
@@ -25,6 +26,10 @@ from schemas.units import (
 )
 
 SCHEMA_VERSION = 1
+# A flow's initial congestion window: Linux's default (RFC 6928), and the largest accepted (a
+# Linux receiver first advertises 64 KB, 45 full-size segments).
+INITIAL_WINDOW_PKTS = 10
+INITIAL_WINDOW_MAX_PKTS = 40
 # Bytes one delivery opportunity of a rate trace carries (Mahimahi's convention).
 TRACE_OPPORTUNITY_BYTES = 1500
 
@@ -293,6 +298,23 @@ Traffic = Annotated[
 ]
 
 
+class UniformJitter(StrictModel):
+    """A delay drawn uniformly from [0, max] for each packet."""
+
+    distribution: Literal["uniform"]
+    max: JitterScale = Field(description="the largest delay")
+
+
+class ExponentialJitter(StrictModel):
+    """A delay drawn from an exponential distribution with this mean for each packet."""
+
+    distribution: Literal["exponential"]
+    mean: JitterScale = Field(description="the mean delay")
+
+
+SendJitter = Annotated[UniformJitter | ExponentialJitter, Field(discriminator="distribution")]
+
+
 class TransportOptions(StrictModel):
     """Options of ccbench's userspace transport (`agent: userspace` only)."""
 
@@ -351,6 +373,22 @@ class Flow(StrictModel):
         description="one-way delay of this flow's access link (sender - r1), for flows with "
         "different RTTs: the flow's base RTT is 2 x (bottleneck delay + access_delay)",
     )
+    initial_window: int = Field(
+        INITIAL_WINDOW_PKTS,
+        ge=1,
+        le=INITIAL_WINDOW_MAX_PKTS,
+        description="packets the congestion window starts with, for kernel and userspace flows "
+        "alike: 10 is Linux's (RFC 6928); the seeds' simulations start at 1. Kernel flows get "
+        "it as their route's initcwnd (mininet testbed; on hosts only the kernel's own, 10)",
+    )
+    send_jitter: SendJitter | None = Field(
+        None,
+        description="a small random delay before each packet the sender sends, drawn anew for "
+        "every packet, that never reorders them (a packet leaves no earlier than the one before "
+        "it): seed 004 section III-A adds one to TCP and TFRC flows alike to break phase "
+        "effects. Applied on the flow's access link by the emulator, for kernel and userspace "
+        "flows alike; the flow's ACKs are not delayed (mininet testbed only)",
+    )
     src: str | None = Field(
         None, pattern=HOST_NAME_PATTERN, description="hosts testbed: the sending host's name"
     )
@@ -368,6 +406,11 @@ class Flow(StrictModel):
                 raise ValueError("runtime: applies to kernel flows; a userspace flow has none")
         elif self.transport is not None:
             raise ValueError("transport: options of the userspace transport (agent: userspace)")
+        if self.send_jitter is not None and self.direction == "reverse":
+            raise ValueError(
+                "send_jitter: applies to forward flows in this version (a reverse flow's sender "
+                "is on the receivers' side)"
+            )
         if wanted not in runtimes:
             if self.algorithm in USERSPACE_ONLY:
                 raise ValueError(
@@ -490,10 +533,12 @@ class ExperimentSpec(StrictModel):
                         f"(routers 0..{len(self.links)}, entry before exit)"
                     )
         if bottleneck.link_mechanism == "tc" and any(
-            f.access_delay > 0 or f.direction == "reverse" for f in self.flows
+            f.access_delay > 0 or f.send_jitter is not None or f.direction == "reverse"
+            for f in self.flows
         ):
             raise ValueError(
-                "flows[].access_delay and reverse flows need link_mechanism emulator (or auto)"
+                "flows[].access_delay, flows[].send_jitter and reverse flows need "
+                "link_mechanism emulator (or auto)"
             )
         if all(f.direction == "reverse" for f in self.flows):
             raise ValueError("at least one flow must go forward through the bottleneck")
@@ -512,6 +557,8 @@ class ExperimentSpec(StrictModel):
                 raise ValueError(f"flows.{i}: the router {router!r} forwards, it cannot be an end")
             for name, used in (
                 ("access_delay", flow.access_delay > 0),
+                ("send_jitter", flow.send_jitter is not None),
+                ("initial_window", flow.initial_window != INITIAL_WINDOW_PKTS),
                 ("path", flow.path is not None),
                 ("direction", flow.direction != "forward"),
             ):

@@ -65,6 +65,7 @@ _SIZE_UNITS = {
 RATE_MIN_BPS = 1e3  # 1 kbit/s
 RATE_MAX_BPS = 100e9  # 100 Gbit/s
 DELAY_MAX_S = 10.0  # one-way delay, jitter, access delay
+SEND_JITTER_MAX_S = 1.0  # the scale of a flow's random per-packet send delay
 RUN_MIN_S = 1.0
 RUN_MAX_S = 24 * 3600.0
 BUFFER_MAX_PKTS = 1_000_000
@@ -319,6 +320,13 @@ Delay = Annotated[
     PlainValidator(_DurationValidator(Bounds(0.0, DELAY_MAX_S))),
     _with_unit("s"),
     _schema(_DURATION_PATTERN, "seconds, with a unit (us, ms, s); 0 to 10s", "20ms", "s"),
+]
+# The scale of a random per-packet delay (a flow's send jitter): above 0, up to 1 s.
+JitterScale = Annotated[
+    float,
+    PlainValidator(_DurationValidator(Bounds(0.0, SEND_JITTER_MAX_S, low_open=True))),
+    _with_unit("s"),
+    _schema(_DURATION_PATTERN, "seconds, with a unit (us, ms, s); above 0, up to 1s", "1ms", "s"),
 ]
 # The length of a run: 1 s to 24 h.
 RunDuration = Annotated[

@@ -23,6 +23,22 @@ def _ccbench_maps() -> set[str]:
     return {f"{m['id']}:{m['name']}" for m in maps if _CCBENCH_MAP.match(m.get("name", ""))}
 
 
+# ccbench's controllers, registered or pending (unregistered, still held by sockets).
+_CCBENCH_CONTROLLER = re.compile(r"^cb[0-9a-f]{7}_")
+
+
+def _ccbench_controllers() -> set[str]:
+    text = _run("bpftool", "-j", "struct_ops", "dump").strip()
+    entries = json.loads(text) if text else []
+    names = set()
+    for value in entries[1::2]:  # {"bpf_map_info": ...} then the struct it holds
+        ops = value.get("bpf_struct_ops_tcp_congestion_ops")
+        if ops and _CCBENCH_CONTROLLER.match(str(ops["data"]["name"])):
+            state = str(ops.get("common", {}).get("state", "")).rsplit("_", 1)[-1].lower()
+            names.add(f"{ops['data']['name']} ({state})")
+    return names
+
+
 def _agent_processes() -> set[str]:
     out = _run("pgrep", "-a", "-f", "ccbench-agent|ccbench-link|sandbox.py|mnexec")
     return {line for line in out.splitlines() if "pgrep" not in line}
@@ -38,6 +54,7 @@ class HostState:
     processes: frozenset[str]
     congestion_controls: frozenset[str]  # includes registered BPF controllers
     bpf_maps: frozenset[str]  # ccbench controllers' maps ("id:name")
+    bpf_controllers: frozenset[str]  # "name (inuse|tobefree)", pending ones included
 
     @classmethod
     def capture(cls) -> HostState:
@@ -54,23 +71,29 @@ class HostState:
             netns=frozenset(_run("ip", "netns", "list").split()),
             qdiscs=frozenset(_run("tc", "qdisc", "show").splitlines()),
             iptables=iptables,
-            nft=_run("nft", "list", "ruleset"),
+            # Stateless: the rules without their counters, which any traffic through another
+            # program's rules (e.g. podman's NETAVARK chains) changes.
+            nft=_run("nft", "--stateless", "list", "ruleset"),
             processes=frozenset(_agent_processes()),
             congestion_controls=frozenset(
                 _run("cat", "/proc/sys/net/ipv4/tcp_available_congestion_control").split()
             ),
             bpf_maps=frozenset(_ccbench_maps()),
+            bpf_controllers=frozenset(_ccbench_controllers()),
         )
 
     def leftovers_since(self, before: HostState) -> list[str]:
         problems = []
-        for name in ("links", "netns", "qdiscs", "processes", "congestion_controls", "bpf_maps"):
+        recheck = {"bpf_maps": _ccbench_maps, "bpf_controllers": _ccbench_controllers}
+        for name in (
+            "links", "netns", "qdiscs", "processes", "congestion_controls", *recheck,
+        ):  # fmt: skip
             extra = getattr(self, name) - getattr(before, name)
             # The kernel frees an unregistered controller's maps after RCU grace periods,
             # a moment later: wait up to 5 s before calling them left behind.
-            for _ in range(50 if name == "bpf_maps" and extra else 0):
+            for _ in range(50 if name in recheck and extra else 0):
                 time.sleep(0.1)
-                extra = _ccbench_maps() - before.bpf_maps
+                extra = recheck[name]() - getattr(before, name)
                 if not extra:
                     break
             if extra:

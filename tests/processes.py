@@ -59,6 +59,13 @@ class Worker:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
+    def kill_pool_process(self) -> None:
+        """SIGKILL the worker's pool process (the one running its task); Celery's main process
+        stays and forks a new one."""
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        assert len(children) == 1, f"worker {self.id}: pool processes {children}"
+        os.kill(int(children[0]), signal.SIGKILL)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

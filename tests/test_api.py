@@ -107,6 +107,18 @@ def test_validation_error_names_the_field(
     assert count_experiments(team) == 0
 
 
+def test_validator_messages_come_without_pydantic_prefix(
+    client: TestClient, team_token: tuple[str, str]
+) -> None:
+    _, token = team_token
+    spec = copy.deepcopy(EXAMPLE)
+    spec["topology"]["bottleneck"]["delay"] = 20
+    body = client.post("/v1/experiments", json=spec, headers=auth(token)).json()
+    [delay] = [e for e in body["errors"] if e["field"] == "topology.bottleneck.delay"]
+    assert delay["reason"] == "20 has no unit: add one, e.g. 20ms", delay
+    assert not any("Value error" in e["reason"] for e in body["errors"]), body
+
+
 def test_bad_rate_error_names_full_path(client: TestClient, team_token: tuple[str, str]) -> None:
     _, token = team_token
     spec = copy.deepcopy(EXAMPLE)
@@ -168,6 +180,46 @@ def test_pagination_and_filters(client: TestClient, team_token: tuple[str, str])
     assert client.get("/v1/experiments?status=done", headers=auth(token)).json()["total"] == 0
     bad = client.get("/v1/experiments?page=0", headers=auth(token))
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "page"
+
+
+def test_id_prefixes_find_experiments_and_runs(client: TestClient, unique: str) -> None:
+    from ccbench import teams
+
+    with session_scope() as session:
+        team = teams.create_team(session, f"prefix-{unique}")
+        token = teams.create_token(session, team, "t")
+        other = teams.create_token(session, teams.create_team(session, f"other-{unique}"), "t")
+    # 17 experiments: two share their first hex digit at least (pigeonhole).
+    ids = [
+        client.post("/v1/experiments", json=EXAMPLE, headers=auth(token)).json()["id"]
+        for _ in range(17)
+    ]
+    shared = next(i[0] for i in ids if sum(j[0] == i[0] for j in ids) > 1)
+    found = client.get(f"/v1/experiments?id_prefix={shared}", headers=auth(token)).json()
+    assert sorted(e["id"] for e in found["items"]) == sorted(i for i in ids if i[0] == shared)
+    one = client.get(f"/v1/experiments?id_prefix={ids[0][:12]}", headers=auth(token)).json()
+    assert [e["id"] for e in one["items"]] == [ids[0]]
+    # Another team's prefix finds nothing; LIKE's wildcards are plain characters.
+    assert client.get(f"/v1/experiments?id_prefix={ids[0]}", headers=auth(other)).json() == {
+        "items": [], "total": 0, "page": 1, "page_size": 50
+    }  # fmt: skip
+    wild = client.get("/v1/experiments?id_prefix=%25", headers=auth(token)).json()
+    assert wild["total"] == 0
+    too_long = client.get(f"/v1/experiments?id_prefix={'a' * 33}", headers=auth(token))
+    assert too_long.status_code == 422 and too_long.json()["errors"][0]["field"] == "id_prefix"
+
+    # Runs: the team's, by prefix, by experiment, by status.
+    runs = client.get("/v1/runs?page_size=200", headers=auth(token)).json()
+    assert runs["total"] == 17 and {r["experiment_id"] for r in runs["items"]} == set(ids)
+    run_id = runs["items"][0]["id"]
+    by_prefix = client.get(f"/v1/runs?id_prefix={run_id[:10]}", headers=auth(token)).json()
+    assert [r["id"] for r in by_prefix["items"]] == [run_id]
+    of_one = client.get(f"/v1/runs?experiment_id={ids[3]}", headers=auth(token)).json()
+    assert [r["experiment_id"] for r in of_one["items"]] == [ids[3]]
+    assert client.get("/v1/runs?status=done", headers=auth(token)).json()["total"] == 0
+    assert client.get(f"/v1/runs?id_prefix={run_id}", headers=auth(other)).json()["total"] == 0
+    bogus = client.get("/v1/runs?status=bogus", headers=auth(token))
+    assert bogus.status_code == 422 and bogus.json()["errors"][0]["field"] == "status"
 
 
 def test_matrix_expands_to_runs_and_grouped_report(
@@ -333,8 +385,9 @@ def test_compare_metric_against_axes_and_export_csv(
     figure = comparison_figure(response.json())
     axes = figure.axes[0]
     drawn = {c.get_label(): list(c.lines[0].get_ydata()) for c in axes.containers}
-    assert drawn["flows[*].algorithm = cubic"] == pytest.approx([0.56, 0.86, 0.96])
-    assert axes.get_xlabel() == "topology.bottleneck.buffer"
+    assert drawn["cubic"] == pytest.approx([0.56, 0.86, 0.96])
+    assert axes.get_xlabel() == "bottleneck buffer (BDP)"
+    assert list(axes.containers[0].lines[0].get_xdata()) == [0.5, 1.0, 2.0]  # a numeric axis
 
     bad = client.get(
         f"/v1/experiments/{exp_id}/compare",

@@ -5,7 +5,10 @@ behaviour through the emulated bottleneck, each against what its seed describes.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +17,13 @@ import pytest
 
 from ccbench.analysis.packetlog import read_packet_log
 from ccbench.analysis.run import RunAnalysis, analyze_run
-from ccbench.plots.model import run_figure_data
+from ccbench.plots.run import run_figure_data
 from ccbench.settings import get_settings
 from schemas import ExperimentSpec
 from schemas.algorithms import BPF_ALGORITHMS, PARAMETERS
 from tests.hoststate import HostState
 from workers import bpf, bpf_trace
+from workers.bpf_ledger import LedgerError, default_ledger, ledger_at
 from workers.plan import ControllerPlan
 from workers.planning import plan_for_spec
 from workers.testbeds.mininet.runner import MininetTestbed
@@ -128,12 +132,81 @@ def test_sweep_removes_controllers_of_runs_that_are_gone(tmp_path: Path) -> None
     bpf.register(dead, tmp_path)
     bpf.register(alive, tmp_path)
     try:
-        assert bpf.sweep(active_run_ids=["run-still-running"]) == [dead.name]
+        assert bpf.sweep(active=["run-still-running"]) == [dead.name]
         assert set(bpf.registered()) >= {alive.name}
         assert dead.name not in bpf.registered()
     finally:
         bpf.unregister(dead.name)
         bpf.unregister(alive.name)
+
+
+def test_each_attempt_of_a_run_has_its_own_controller_names(tmp_path: Path) -> None:
+    """A retry never meets the controller a killed attempt left: names (and ring buffer names)
+    are derived from the run id and the attempt number, and still fit 15 bytes."""
+    spec = ExperimentSpec.model_validate(
+        single_flow({"algorithm": "bfa", "runtime": "bpf"}, "1bdp", "4s")
+    )
+    names = [
+        plan_for_spec(spec, run_id="r1", out_dir=tmp_path, settings=get_settings(), attempt=a)
+        .controllers[0]
+        .name
+        for a in (1, 2)
+    ]
+    assert names[0] == bpf.controller_name(bpf.attempt_key("r1", 1), 0, "bfa")
+    assert names[1] == bpf.controller_name(bpf.attempt_key("r1", 2), 0, "bfa")
+    assert names[0] != names[1]
+    assert len({bpf.trace_map_name(n) for n in names}) == 2
+    longest = bpf.controller_name(bpf.attempt_key("f" * 32, 99), 15, "alpha_paced_westwood")
+    assert len(longest) == 15 and bpf.NAME_PATTERN.match(longest)
+
+
+def test_the_ledger_is_owner_only_and_safe_for_concurrent_processes(tmp_path: Path) -> None:
+    """Two processes (and a child forked while its parent holds the lock) add entries at the
+    same time: none is lost; the files are the owner's only."""
+    ledger = ledger_at(tmp_path / "state" / "bpf-controllers.json")
+
+    def add_in_child(prefix: str, count: int) -> int:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for i in range(count):
+                    with ledger.open() as entries:
+                        entries[f"{prefix}{i}"] = {"pid": os.getpid()}
+                code = 0
+            finally:
+                os._exit(code)
+        return pid
+
+    def reap(pid: int) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                assert os.waitstatus_to_exitcode(status) == 0
+                return
+            time.sleep(0.02)
+        os.kill(pid, 9)
+        raise AssertionError(f"child {pid} did not finish: blocked on the ledger")
+
+    children = [add_in_child("a", 40), add_in_child("b", 40)]
+    for pid in children:
+        reap(pid)
+    assert ledger.names() == {f"{p}{i}" for p in "ab" for i in range(40)}
+    # A child forked while the parent holds the lock waits for it, then adds its entry.
+    with ledger.open() as entries:
+        child = add_in_child("child", 1)
+        time.sleep(0.3)
+        entries["parent"] = {}
+    reap(child)
+    assert {"parent", "child0"} <= ledger.names()
+    assert (ledger.path.stat().st_mode & 0o777, ledger.lock_path.stat().st_mode & 0o777) == (
+        0o600,
+        0o600,
+    )
+    ledger.path.write_text("not json")
+    with pytest.raises(LedgerError, match="is not JSON"):
+        ledger.names()
 
 
 # --- behaviour through the emulated bottleneck ------------------------------------------------
@@ -182,6 +255,7 @@ def test_reno_clone_matches_builtin_reno(tmp_path: Path) -> None:
     )
     [controller] = provenance["bpf_controllers"]
     assert controller["algorithm"] == "reno" and controller["name"].endswith("_reno")
+    assert provenance["bpf_teardown"] == {controller["name"]: "removed"}
     ratio = throughput(clone) / throughput(builtin)
     print(f"goodput: bpf reno {throughput(clone) / 1e6:.3f} Mbit/s, builtin "
           f"{throughput(builtin) / 1e6:.3f} Mbit/s, ratio {ratio:.3f}")  # fmt: skip
@@ -281,6 +355,98 @@ def test_worker_sweep_keeps_only_controllers_of_active_runs(tmp_path: Path) -> N
         assert orphan.name not in bpf.registered()
     finally:
         bpf.unregister(orphan.name)
+
+
+@pytest.mark.root
+def test_sweep_removes_an_older_attempt_of_a_run_that_is_active_again(tmp_path: Path) -> None:
+    """A run killed with its worker and claimed again: its first attempt's controller goes, the
+    running attempt's stays."""
+    first, second = (
+        ControllerPlan(
+            bpf.controller_name(bpf.attempt_key("run-retried", a), 0, "bfa"), "bfa", {}, {}
+        )  # fmt: skip
+        for a in (1, 2)
+    )
+    bpf.register(first, tmp_path)
+    bpf.register(second, tmp_path)
+    try:
+        removed = bpf.sweep(active=[bpf.attempt_key("run-retried", 2)])
+        assert first.name in removed and second.name not in removed
+        assert second.name in bpf.registered() and first.name not in bpf.registered()
+    finally:
+        bpf.unregister(first.name)
+        bpf.unregister(second.name)
+    assert not {first.name, second.name} & default_ledger().names()
+
+
+@pytest.mark.root
+def test_sweep_leaves_controllers_this_installation_did_not_register(tmp_path: Path) -> None:
+    """Another ccbench installation's controller (registered here straight with bpftool, in no
+    ledger of ours) looks like ours but survives our sweeps; our own orphan beside it goes."""
+    before = HostState.capture()
+    foreign = bpf.controller_name(bpf.attempt_key("another-installation", 1), 0, "reno")
+    ours = ControllerPlan(bpf.controller_name("our-killed-run", 0, "reno"), "reno", {}, {})
+    bpf.patch_object(bpf.object_path("reno"), tmp_path / "foreign.bpf.o", "reno", foreign, {})
+    bpf._bpftool("struct_ops", "register", str(tmp_path / "foreign.bpf.o"))
+    try:
+        bpf.register(ours, tmp_path)
+        removed = bpf.sweep(active=[])
+        assert ours.name in removed and foreign not in removed
+        from workers.testbeds.registry import sweep_orphan_controllers
+
+        assert foreign not in sweep_orphan_controllers()
+        assert foreign in bpf.registered() and ours.name not in bpf.registered()
+    finally:
+        bpf.unregister(foreign)
+        bpf.unregister(ours.name)
+    assert HostState.capture().leftovers_since(before) == []
+
+
+@pytest.mark.root
+def test_a_controller_a_socket_still_uses_is_pending_never_a_failure(tmp_path: Path) -> None:
+    """Unregistering a controller that a socket still uses (as a killed run's orphaned sockets
+    do) leaves it listed in state TOBEFREE until the socket closes, and unregistering it again
+    fails with EINPROGRESS. The run's teardown records it as pending, the ledger keeps it, a
+    later BPF run's sweep neither fails nor fails that run, and once the socket is gone the
+    next sweep forgets it."""
+    before = HostState.capture()
+    held = ControllerPlan(bpf.controller_name(bpf.attempt_key("held", 1), 0, "reno"), "reno",
+                          {}, {})  # fmt: skip
+    sock = socket.socket()
+    try:
+        with bpf.loaded([held], tmp_path) as names:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, held.name.encode())
+        assert names.teardown == {held.name: f"pending: {bpf.PENDING_REASON}"}
+        # No new socket can select it, but the kernel still lists it.
+        assert (
+            held.name not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text()
+        )
+        [listed] = [m for m in bpf.ops_maps() if m.name == held.name]
+        assert listed.pending and listed.state == "BPF_STRUCT_OPS_STATE_TOBEFREE"
+        # What the sweep used to do, and fail the run with.
+        with pytest.raises(bpf.BpfError, match="Operation now in progress"):
+            bpf._bpftool("struct_ops", "unregister", "id", str(listed.id))
+        with default_ledger().open() as entries:
+            assert entries[held.name]["pending"] == bpf.PENDING_REASON
+        assert bpf.unregister(held.name) == "pending"
+        # Another run sweeps first (its own attempt is the only one active): it is done.
+        raw = single_flow({"algorithm": "reno", "runtime": "bpf"}, "1bdp", "3s")
+        raw["measurement"] = {"skip_start": "1s"}
+        spec = ExperimentSpec.model_validate(raw)
+        plan = plan_for_spec(spec, run_id="next", out_dir=tmp_path / "next",
+                             settings=get_settings())  # fmt: skip
+        result = MininetTestbed(active_runs=lambda: [bpf.attempt_key("next", 1)]).run(
+            plan, lambda e: None, lambda: False, deadline_s=60
+        )
+        assert result.status == "done", result.describe()
+        provenance = json.loads((tmp_path / "next" / "provenance.json").read_text())
+        assert provenance["bpf_teardown"] == {plan.controllers[0].name: "removed"}
+        assert held.name in default_ledger().names()
+    finally:
+        sock.close()
+    assert held.name not in bpf.sweep(active=[])  # freed by the kernel, not removed by us
+    assert held.name not in default_ledger().names()
+    assert HostState.capture().leftovers_since(before) == []
 
 
 @pytest.mark.root

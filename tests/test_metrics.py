@@ -22,6 +22,11 @@ def test_median_and_siqr() -> None:
     assert m.siqr([float(x) for x in range(1, 10)]) == pytest.approx(2.0)
     assert m.siqr([4.0]) == 0.0 and m.siqr([]) is None
     assert m.percentile([0.0, 10.0], 95) == pytest.approx(9.5)
+    # The ranks every percentile uses: h = (n-1) p / 100 between floor(h) and the next rank.
+    assert m.percentile_ranks(5, 50) == (2, 3, 0.0)
+    assert m.percentile_ranks(101, 99) == (99, 100, pytest.approx(0.0))
+    assert m.percentile_ranks(2, 95) == (0, 1, pytest.approx(0.95))
+    assert m.percentile_ranks(1, 99) == (0, 0, 0.0)
 
 
 def test_power_utilization_rates() -> None:
@@ -67,7 +72,7 @@ def test_utilization_of_a_real_path_is_nominal() -> None:
     assert m.nominal_utilization(5e6, None) is None and m.nominal_utilization(None, 10e6) is None
 
 
-def test_windows_counters_and_totals() -> None:
+def test_windows_and_counters() -> None:
     window = m.Window(10.0, 12.0)
     assert window.seconds == 2.0 and 10.0 not in window and 12.0 in window
     # A counter sampled before and inside the window: last inside - last at or before start.
@@ -75,7 +80,20 @@ def test_windows_counters_and_totals() -> None:
     assert m.increase(samples, window) == 500.0
     assert m.increase([(11.0, 7.0)], window) == 0.0  # one sample inside, none before
     assert m.increase([(13.0, 7.0)], window) == 0.0
-    assert m.total([1.0, None, 2.5]) == 3.5 and m.total([None]) is None
+    # A counter that began inside the window at 0 (a flow's bytes): all of it counts, also
+    # what came before its first sample.
+    assert m.increase([(11.0, 300.0), (12.0, 650.0)], window, origin=0.0) == 650.0
+    assert m.increase([(11.0, 300.0), (12.0, 650.0)], window) == 350.0
+    # Per-interval counts: the samples inside the window.
+    assert m.bytes_in([(10.0, 5.0), (11.0, 7.0), (12.0, 11.0), (12.5, 13.0)], window) == 18.0
+
+
+def test_the_common_window_of_flows_active_at_different_times() -> None:
+    assert m.common_window([m.Window(0, 60), m.Window(30, 60)]) == m.Window(30, 60)
+    assert m.common_window([m.Window(10, 40), m.Window(0, 20), m.Window(0, 40)]) == m.Window(10, 20)
+    # Never open together (touching is not overlapping), or nothing to intersect.
+    assert m.common_window([m.Window(0, 10), m.Window(10, 20)]) is None
+    assert m.common_window([]) is None
 
 
 def test_streamed_means_and_the_emulators_units() -> None:
@@ -94,3 +112,37 @@ def test_convergence_to_an_equal_share_of_each_interval() -> None:
     rates = [[9.0, 1.0], [8.0, 2.0], [5.5, 4.5], [4.0, 4.4]]
     assert m.share_convergence_time([1.0, 2.0, 3.0, 4.0], rates, 1.0, 0.2) == pytest.approx(2.0)
     assert m.share_convergence_time([1.0, 2.0], [[9.0, 1.0]] * 2, 1.0, 0.2) is None
+
+
+def test_binned_rates_from_a_byte_counter() -> None:
+    # Samples every 10 ms of a flow receiving 12,500 bytes each (10 Mbit/s) from t = 0.01,
+    # silent from 0.2 s to 0.3 s (no samples), then 25,000 bytes in the 10 ms before 0.31.
+    times = [round(0.01 * k, 2) for k in range(1, 21)] + [0.31]
+    counter = [12_500.0 * k for k in range(1, 21)] + [12_500.0 * 20 + 25_000]
+    edges = [0.0, 0.1, 0.2, 0.25, 0.3, 0.31, 0.4]
+    rates = m.binned_rates_bps(times, counter, edges, spread_s=0.01)
+    assert rates[0] == pytest.approx(10e6) and rates[1] == pytest.approx(10e6)
+    # The stall is a stall: no bytes are smeared over it.
+    assert rates[2] == 0.0 and rates[3] == 0.0
+    assert rates[4] == pytest.approx(8 * 25_000 / 0.01)  # the catch-up's own 10 ms
+    assert rates[5] is None  # after the last sample: not sending
+    # Bins of any width see the same bytes: 12,500 B per 10 ms over the first 0.2 s.
+    coarse = m.binned_rates_bps(times, counter, [0.0, 0.2], spread_s=0.01)
+    assert coarse == [pytest.approx(10e6)]
+    # Before the first sample's interval: none; the flow starts at 1 s here.
+    late = m.binned_rates_bps([1.01, 1.02], [100.0, 200.0], [0.0, 0.5, 1.0, 1.02], 0.01)
+    assert late[:2] == [None, None] and late[2] == pytest.approx(8 * 200 / 0.02)
+    assert m.binned_rates_bps([], [], [0.0, 1.0], 0.01) == [None]
+    with pytest.raises(ValueError, match="differ in length"):
+        m.binned_rates_bps([0.1], [], [0.0, 1.0], 0.01)
+
+
+def test_convergence_is_timed_from_the_last_change_of_the_competing_flows() -> None:
+    # A flow alone for 2 s (its share is always its own), a second one joins at 2 s and they
+    # settle from 4 s: 2 s after it joined, not 4 s after the run's start.
+    rates = [[10.0], [10.0], [9.0, 1.0], [7.0, 3.0], [5.2, 4.8], [5.0, 5.0]]
+    ends = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert m.share_convergence_time(ends, rates, 1.0, 0.2, [2.0]) == pytest.approx(2.0)
+    assert m.share_convergence_time(ends, rates, 1.0, 0.2) == pytest.approx(4.0)
+    # A change after the flows settled (they stayed in the band through it) does not count.
+    assert m.share_convergence_time(ends, rates, 1.0, 0.2, [2.0, 5.0]) == pytest.approx(2.0)

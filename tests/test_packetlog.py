@@ -8,14 +8,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccbench.analysis.packetlog import MAGIC, RECORD, PacketLogError, queue_metrics, read_packet_log
+from ccbench.analysis.packetlog import (
+    MAGIC,
+    RECORD,
+    RECORDS,
+    PacketLogError,
+    queue_metrics,
+    queue_metrics_from_file,
+    read_packet_log,
+)
 
 T0 = 1_800_000_000_000_000  # Unix µs
 
 
-def write_log(path: Path, rows: list[tuple[int, int, int, int, int, int]]) -> None:
-    """rows: (arrival, departure, release, qlen_pkts, len, fate), times relative to T0 in µs."""
-    records = np.zeros(len(rows), dtype=RECORD)
+def write_log(
+    path: Path,
+    rows: list[tuple[int, int, int, int, int, int]],
+    *,
+    delay_us: int = 0,
+    jitter_us: int = 0,
+    dues: list[int] | None = None,
+    magic: bytes = MAGIC,
+) -> None:
+    """rows: (arrival, departure, release, qlen_pkts, len, fate), times relative to T0 in µs;
+    a forwarded packet was due at departure + delay_us unless `dues` says when."""
+    dtype = RECORDS[magic]
+    records = np.zeros(len(rows), dtype=dtype)
     for i, (arrival, departure, release, qlen, length, fate) in enumerate(rows):
         records[i]["arrival_us"] = T0 + arrival
         records[i]["departure_us"] = T0 + departure if fate == 0 else 0
@@ -24,8 +42,13 @@ def write_log(path: Path, rows: list[tuple[int, int, int, int, int, int]]) -> No
         records[i]["qlen_bytes"] = qlen * 1500
         records[i]["len"] = length
         records[i]["fate"] = fate
-    header = json.dumps({"rate": {"bps": 12_000_000}, "delay_us": 0}).encode()
-    path.write_bytes(MAGIC + len(header).to_bytes(4, "little") + header + records.tobytes())
+        if "due_us" in dtype.names and fate == 0:
+            due = dues[i] if dues is not None else departure + delay_us
+            records[i]["due_us"] = T0 + due
+    header = json.dumps(
+        {"rate": {"bps": 12_000_000}, "delay_us": delay_us, "jitter_us": jitter_us}
+    ).encode()
+    path.write_bytes(magic + len(header).to_bytes(4, "little") + header + records.tobytes())
 
 
 def test_hand_computed_queue(tmp_path: Path) -> None:
@@ -55,11 +78,13 @@ def test_hand_computed_queue(tmp_path: Path) -> None:
     assert m["release_late_us_p50"] == 10  # lateness 10, 30, 0 µs
     assert m["release_late_us_mean"] == pytest.approx(40 / 3)
     # Back-to-back spacing: released 1020 and 970 µs apart instead of 1000 (errors 20, 30;
-    # percentiles are nearest-rank over whole microseconds).
-    assert m["spacing_error_us_p99"] == 30
+    # percentiles interpolate between ranks as metrics.percentile: 20 + 0.99 x 10).
+    assert m["spacing_error_us_p99"] == pytest.approx(29.9)
     # The series: the queue each arrival found (plus itself when it joined), drops so far.
     assert m["series"]["qlen_pkts"] == [1, 2, 3, 3]
     assert m["series"]["drops"] == [0, 0, 0, 1]
+    # Each sampled packet's queueing delay (the figures' CDF); none for the dropped one.
+    assert m["series"]["queue_delay_s"] == pytest.approx([0.0, 0.001, 0.002, None])
 
 
 def test_per_flow_loss_and_queueing_delay_by_sender(tmp_path: Path) -> None:
@@ -91,6 +116,54 @@ def test_per_flow_loss_and_queueing_delay_by_sender(tmp_path: Path) -> None:
     assert silent == {"arrivals": 0, "drops": 0, "loss_rate": None, "queue_delay_mean_s": None}
     assert len(m["per_flow"]) == 4
     assert queue_metrics(records, T0 / 1e6, (T0 + 4000) / 1e6, 12e6)["per_flow"] is None
+
+
+def test_histogram_percentiles_are_the_reports_percentiles() -> None:
+    """Timing percentiles come from a histogram of whole µs; they follow the one definition
+    of metrics.percentile (linear interpolation between closest ranks)."""
+    from ccbench.analysis import metrics
+    from ccbench.analysis.packetlog import _Histogram
+
+    values = np.random.default_rng(7).geometric(0.01, size=1001).astype(np.int64)
+    histogram = _Histogram()
+    histogram.add(values[:500])
+    histogram.add(values[500:])
+    for p in (0, 1, 50, 90, 99, 99.9, 100):
+        expected = metrics.percentile([float(v) for v in values], p)
+        assert histogram.percentile(p) == pytest.approx(expected), p
+    small = _Histogram()
+    small.add(np.array([3, 9], dtype=np.int64))
+    assert small.percentile(50) == 6.0 and _Histogram().percentile(50) is None
+
+
+def test_lateness_is_against_each_packets_scheduled_release(tmp_path: Path) -> None:
+    """With jitter every packet has its own scheduled release (version 2's due_us): lateness
+    is release - due, whatever was drawn. A version 1 log has no schedule: without jitter
+    lateness is release - departure - delay, with jitter it cannot be measured."""
+    rows = [
+        (0, 1000, 21_510, 0, 1500, 0),
+        (0, 2000, 25_000, 1, 1500, 0),
+        (0, 3000, 25_020, 2, 1500, 0),
+    ]
+    window = (T0 / 1e6, (T0 + 4000) / 1e6)
+    # 20 ms delay plus jitter drawn as 500, 2990 and 0 µs: the third may not leave before the
+    # second, so it is due at 24,990 µs too. Late 10, 10 and 30 µs.
+    path = tmp_path / "v2.bin"
+    write_log(path, rows, delay_us=20_000, jitter_us=3000, dues=[21_500, 24_990, 24_990])
+    late = queue_metrics_from_file(path, *window, 12e6)
+    assert late["release_late_us_p50"] == 10
+    assert late["release_late_us_mean"] == pytest.approx(50 / 3)
+    assert read_packet_log(path)[1].dtype == RECORD
+    # The same releases in a version 1 log without jitter: against departure + 20 ms.
+    v1 = tmp_path / "v1.bin"
+    write_log(v1, rows, delay_us=20_000, magic=b"CCBLINK1")
+    late = queue_metrics_from_file(v1, *window, 12e6)
+    assert late["release_late_us_p50"] == 2020
+    assert late["release_late_us_mean"] == pytest.approx((510 + 3000 + 2020) / 3)
+    # ... and with jitter, whose draws a version 1 log does not hold: not measurable.
+    write_log(v1, rows, delay_us=20_000, jitter_us=3000, magic=b"CCBLINK1")
+    late = queue_metrics_from_file(v1, *window, 12e6)
+    assert late["release_late_us_p99"] is None and late["queue_mean_pkts"] == 1.5
 
 
 def test_not_a_packet_log(tmp_path: Path) -> None:

@@ -77,3 +77,30 @@ def test_stale_runs_are_retried_then_failed(team_token: tuple[str, str]) -> None
 
     assert execute(run_id, worker_id="redelivered") == "skipped"
     assert state(run_id)[0] == "failed"
+
+
+def test_a_forked_process_opens_its_own_database_connections() -> None:
+    """Celery replaces a killed pool process by forking the worker's main process, whose
+    upkeep thread (reaper, dispatcher) holds connections: the child must not use them."""
+    import os
+
+    from sqlalchemy import text
+
+    def backend_pid() -> int:
+        with session_scope() as session:
+            return int(session.scalar(text("SELECT pg_backend_pid()")) or 0)
+
+    parent = backend_pid()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child reports its connection's server process, then exits at once
+        try:
+            os.write(write, str(backend_pid()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    reported = os.read(read, 64).decode()
+    os.close(read)
+    os.waitpid(child, 0)
+    assert reported and int(reported) != parent
+    assert backend_pid() == parent  # the parent's connection still works

@@ -391,3 +391,68 @@ def test_userspace_flows_traffic_models_and_transport_options() -> None:
     assert "flows.0.traffic.fixed.size" in m
     [m] = messages({"algorithm": "reno", "traffic": {"model": "poisson"}})
     assert "flows.0.traffic" in m and "poisson" in m
+
+
+def test_send_jitter_takes_a_distribution_and_a_unit() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+
+    def messages(flow: dict[str, Any], **topology: Any) -> list[str]:
+        raw["flows"] = [flow]
+        raw["topology"]["bottleneck"].update(topology)
+        with pytest.raises(ValidationError) as info:
+            ExperimentSpec.model_validate(raw)
+        return [f"{e['loc']}: {e['msg']}" for e in errors_of(info.value)]
+
+    raw["flows"] = [
+        {"algorithm": "reno", "send_jitter": {"distribution": "uniform", "max": "2ms"}},
+        {"algorithm": "tfrc", "agent": "userspace",
+         "send_jitter": {"distribution": "exponential", "mean": "500us"}},
+    ]  # fmt: skip
+    uniform, exponential = ExperimentSpec.model_validate(raw).flows
+    assert uniform.send_jitter is not None and exponential.send_jitter is not None
+    assert uniform.send_jitter.model_dump() == {"distribution": "uniform", "max": 0.002}
+    assert exponential.send_jitter.model_dump() == {"distribution": "exponential", "mean": 5e-4}
+    [m] = messages({"algorithm": "reno", "send_jitter": {"distribution": "uniform", "max": 2}})
+    assert m == "flows.0.send_jitter.uniform.max: 2 has no unit: add one, e.g. 2ms"
+    [m] = messages({"algorithm": "reno", "send_jitter": {"distribution": "uniform", "max": "0s"}})
+    assert m.startswith("flows.0.send_jitter.uniform.max:") and "above 0s" in m
+    [m] = messages({"algorithm": "reno", "send_jitter": {"distribution": "normal", "max": "1ms"}})
+    assert m.startswith("flows.0.send_jitter:") and "'uniform', 'exponential'" in m
+    [m] = messages({"algorithm": "reno", "send_jitter": {"distribution": "exponential"}})
+    assert m == "flows.0.send_jitter.exponential.mean: Field required"
+    jitter = {"distribution": "uniform", "max": "1ms"}
+    [m] = messages({"algorithm": "reno", "direction": "reverse", "send_jitter": jitter})
+    assert "send_jitter: applies to forward flows" in m
+    [m] = messages({"algorithm": "reno", "send_jitter": jitter}, link_mechanism="tc")
+    assert "flows[].send_jitter" in m and "link_mechanism emulator" in m
+
+
+def test_initial_window_is_a_whole_number_of_packets() -> None:
+    raw = yaml.safe_load((EXAMPLES / "dumbbell-reno-vs-cubic.yaml").read_text())
+    spec = ExperimentSpec.model_validate(raw)
+    assert [f.initial_window for f in spec.flows] == [10, 10]  # Linux's, RFC 6928
+    for value, reason in [(0, "greater than or equal to 1"), (41, "less than or equal to 40"),
+                          (2.5, "valid integer")]:  # fmt: skip
+        raw["flows"][0]["initial_window"] = value
+        with pytest.raises(ValidationError) as info:
+            ExperimentSpec.model_validate(raw)
+        [error] = errors_of(info.value)
+        assert error["loc"] == "flows.0.initial_window" and reason in error["msg"], error
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("initial_window", 3), ("send_jitter", {"distribution": "uniform", "max": "1ms"})],
+)
+def test_what_only_the_local_testbed_applies_is_refused_on_hosts(field: str, value: Any) -> None:
+    raw = {
+        "name": "on-hosts",
+        "testbed": {"kind": "hosts"},
+        "topology": {"kind": "path"},
+        "flows": [{"algorithm": "reno", "src": "a", "dst": "b", field: value}],
+        "duration": "10s",
+    }
+    with pytest.raises(ValidationError) as info:
+        ExperimentSpec.model_validate(raw)
+    [error] = errors_of(info.value)
+    assert f"flows.0.{field}: not on the hosts testbed" in error["msg"], error

@@ -82,24 +82,33 @@ def test_experiment_pages_show_the_matrix_and_escape_names(
 
     page = client.get(f"/ui/experiments/{experiment_id}")
     assert page.status_code == 200
-    [figure] = figure_data(page.text)
-    # Defaults: utilization against the first axis, a series per value of the second.
-    assert figure["layout"]["xaxis"]["title"]["text"] == "flows[*].algorithm"
+    figure, box, *per_scheme = figure_data(page.text)
+    # Defaults: utilization against the first axis, a series per value of the second, with
+    # human labels: the algorithms as categories, the buffers in legend entries.
+    assert figure["layout"]["xaxis"]["title"]["text"] == "algorithm"
+    assert figure["layout"]["xaxis"]["type"] == "category"
+    assert figure["layout"]["legend"]["title"]["text"] == "bottleneck buffer"
     series = {t["name"]: t["y"] for t in figure["data"]}
-    assert series == {
-        "topology.bottleneck.buffer = 0.5bdp": [0.5, 0.5],
-        "topology.bottleneck.buffer = 1bdp": [0.9, 0.9],
-    }
+    assert series == {"0.5 BDP": [0.5, 0.5], "1 BDP": [0.9, 0.9]}
+    assert {t["type"] for t in box["data"]} == {"box"}
+    # Per buffer: the per-flow goodput CDF per scheme (no p95 RTT stored: no scatter).
+    assert [f["name"] for f in per_scheme] == [
+        "goodput_cdf_buffer-0.5BDP",
+        "goodput_cdf_buffer-1BDP",
+    ]
     assert page.text.count('href="/ui/runs/') == 4
 
     chosen = client.get(
         f"/ui/experiments/{experiment_id}",
         params={"metric": "utilization", "x": "topology.bottleneck.buffer", "by": ""},
     )
-    [figure] = figure_data(chosen.text)
+    figure = figure_data(chosen.text)[0]
+    # Buffers as numbers on a numeric axis (BDP fractions).
     assert [(t["name"], t["x"], t["y"]) for t in figure["data"]] == [
-        ("all runs", ["0.5bdp", "1bdp"], [0.5, 0.9])
+        ("all runs", [0.5, 1.0], [0.5, 0.9])
     ]
+    assert figure["layout"]["xaxis"]["title"]["text"] == "bottleneck buffer (BDP)"
+    assert figure["layout"]["xaxis"]["type"] == "linear"
 
     wrong = client.get(f"/ui/experiments/{experiment_id}", params={"metric": "utilisation"})
     assert wrong.status_code == 422
@@ -114,6 +123,14 @@ def test_experiment_pages_show_the_matrix_and_escape_names(
     names = {f["layout"]["title"]["text"] for f in figure_data(run_page.text)}
     assert {"cwnd and ssthresh", "smoothed RTT"} <= names, names
     assert "No controller state recorded" in run_page.text
+    # Units in tables: each value with its SI prefix, the flows' columns in their headers.
+    assert re.search(r"<th[^>]*>utilization</th><td[^>]*>0\.[59]</td>", run_page.text)
+    assert re.search(r"<th[^>]*>rate</th><td[^>]*>10 Mbit/s</td>", run_page.text)
+    assert re.search(r"<th[^>]*>base RTT</th><td[^>]*>40 ms</td>", run_page.text)
+    assert "goodput (Mbit/s)</th>" in run_page.text
+    bad_bin = client.get(f"/ui/runs/{run_id}", params={"bin": "1ms"})
+    assert bad_bin.status_code == 422 and "bin: 1 ms is finer than the stored samples" in (
+        bad_bin.text)  # fmt: skip
 
     missing = client.get("/ui/runs/no-such-run")
     assert missing.status_code == 404 and "run no-such-run not found" in missing.text

@@ -6,9 +6,10 @@ leaves nothing running and no run stuck."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from ccbench.db.session import session_scope
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
 from tests.processes import Worker
+from tests.services import cancel_leftover_runs
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
 
@@ -126,18 +128,32 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     detail = client.get(f"/v1/runs/{run_id}", headers=headers).json()
     assert {"queue", "flow-0.tcp_info", "flow-1.goodput"} <= set(detail["series"])
 
-    # The run's figures show both flows, ssthresh beside cwnd, and the queue with its drops.
+    # The run's figures show both flows, ssthresh beside cwnd, and the queue with its drops;
+    # goodput per RTT with the aggregate near the link rate it is drawn against.
     from ccbench.plots.figures import run_figures
+    from ccbench.plots.run import run_figure_data
 
     figures = run_figures(detail)
-    assert set(figures) == {"goodput", "rtt", "cwnd", "rtt_vs_cwnd", "queue", "fairness"}
+    assert set(figures) == {
+        "goodput", "throughput", "cwnd", "cwnd_queue", "rtt", "rtt_vs_cwnd", "queue",
+        "fairness", "rtt_cdf", "queue_delay_cdf", "goodput_cdf",
+    }  # fmt: skip
     labels = [line.get_label() for line in figures["goodput"].axes[0].get_lines()]
-    assert labels == ["flow 0 reno", "flow 1 cubic"]
+    assert labels == ["flow 0 reno", "flow 1 cubic", "aggregate", "link rate 10 Mbit/s"]
+    assert figures["goodput"].axes[0].get_ylabel() == "goodput (Mbit/s)"
     cwnd_labels = [line.get_label() for line in figures["cwnd"].axes[0].get_lines()]
     assert "flow 1 cubic ssthresh" in cwnd_labels
     queue_axes = figures["queue"].axes[0]
     assert max(queue_axes.get_lines()[0].get_ydata()) == aggregate["queue_max_pkts"]
     assert [c.get_label() for c in queue_axes.collections] == ["drops"]
+    goodput = {f.name: f for f in run_figure_data(detail)}["goodput"]
+    total = next(t for t in goodput.traces if t.style == "aggregate")
+    # Bins of one RTT (40 ms) after the measurement window's start: their mean is the
+    # aggregate goodput the report computed over that window (within the bins' edges).
+    inside = [y for x, y in zip(total.x, total.y, strict=True) if x >= 2.02 and y is not None]
+    mean = sum(inside) / len(inside)
+    assert mean == pytest.approx(aggregate["goodput_bps"] / 1e6, rel=0.03)
+    assert all(y <= 10 * 1.05 for y in inside)  # no 45 Mbit/s spikes on a 10 Mbit/s link
 
     # A redelivered message for the finished run does nothing.
     from workers.lifecycle import execute
@@ -219,4 +235,98 @@ def test_require_checks_fails_a_run_outside_tolerance_but_keeps_its_results(
     assert "rate: " in (row.error or "") and row.aggregate["checks"]
     with session_scope() as session:
         assert session.query(FlowResult).filter_by(run_id=run_id).count() == 2
+    assert HostState.capture().leftovers_since(host_state) == []
+
+
+# Short runs, fast reaping: a killed run's heartbeat is stale after HEARTBEAT_TIMEOUT_S and every
+# worker reaps and dispatches several times a second.
+KILL_RETRY_ENV = {
+    "CCBENCH_HEARTBEAT_INTERVAL_S": "0.25",
+    "CCBENCH_HEARTBEAT_TIMEOUT_S": "4",
+    "CCBENCH_REAPER_INTERVAL_S": "0.5",
+    "CCBENCH_DISPATCH_INTERVAL_S": "0.25",
+}
+KILLS_PER_RUNTIME = 10
+
+
+def kill_retry_spec(i: int, bpf: bool) -> dict[str, Any]:
+    spec = short_example(2, f"killed-{'bpf' if bpf else 'kernel'}-{i}")
+    spec["measurement"] = {"skip_start": "1s"}
+    if bpf:
+        spec["flows"] = [{"algorithm": "bfa" if i % 2 else "reno", "runtime": "bpf"}]
+    return spec
+
+
+def run_rows(run_ids: Iterable[str]) -> dict[str, Run]:
+    with session_scope() as session:
+        rows = session.query(Run).filter(Run.id.in_(list(run_ids))).all()
+        session.expunge_all()
+        return {r.id: r for r in rows}
+
+
+def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
+    client: TestClient, team_token: tuple[str, str], host_state: HostState, tmp_path: Path
+) -> None:
+    """The pool process running a run is SIGKILLed while the run is running, 10 times during
+    BPF runs (its controller registered) and 10 times during kernel-TCP runs, two runs at a
+    time on two workers: the reaper queues each killed run again, the dispatcher sends it, and
+    the retry ends `done`. Afterwards no controller, namespace, process, NFQUEUE rule or qdisc
+    of any attempt is left."""
+    from ccbench import rundir
+    from workers import bpf
+
+    _, token = team_token
+    env = {**os.environ, **KILL_RETRY_ENV}
+    cancel_leftover_runs()
+    workers = [Worker(tmp_path / f"worker-{i}.log", env) for i in (0, 1)]
+    try:
+        started = time.monotonic()
+        runs: dict[str, bool] = {}  # run id -> runs a BPF controller
+        for i in range(KILLS_PER_RUNTIME):
+            for is_bpf in (True, False):
+                runs[submit(client, token, kill_retry_spec(i, is_bpf))[1]] = is_bpf
+        killed: dict[str, list[str]] = {}  # run id -> its controllers, registered when killed
+        runs_dir = get_settings().runs_dir
+        while True:
+            rows = run_rows(runs)
+            for run_id, row in rows.items():
+                if run_id in killed or row.status != "running" or row.attempt != 1:
+                    continue
+                plan = json.loads(
+                    (rundir.attempt_dir(runs_dir, run_id, 1) / "plan.json").read_text()
+                )
+                controllers = [c["name"] for c in plan["controllers"]]
+                assert set(controllers) <= set(bpf.registered()), controllers
+                [owner] = [w for w in workers if w.id == row.worker_id]
+                owner.kill_pool_process()
+                killed[run_id] = controllers
+            if all(r.status in ("done", "failed", "cancelled") for r in rows.values()):
+                break
+            assert time.monotonic() - started < 240, {r: rows[r].status for r in rows}
+            time.sleep(0.05)
+        finished = time.monotonic() - started
+        failures = {r: (row.attempt, row.error) for r, row in rows.items() if row.status != "done"}
+        attempts = sorted(row.attempt for row in rows.values())
+        bpf_kills = sum(1 for r in killed if runs[r])
+        print(f"kill test: {len(killed)} kills ({bpf_kills} during BPF runs), "
+              f"{len(rows) - len(failures)}/{len(rows)} runs done in {finished:.1f} s, "
+              f"attempts {attempts}")  # fmt: skip
+        assert failures == {}
+        assert bpf_kills == KILLS_PER_RUNTIME and len(killed) == 2 * KILLS_PER_RUNTIME
+        assert all(row.attempt == 2 for row in rows.values())  # done on the first retry
+        # The killed attempts' controllers are swept while the workers keep running; pending
+        # ones go when the kernel drops the dead sandboxes' orphaned sockets.
+        left: list[str] = []
+
+        def nothing_left() -> bool:
+            left[:] = HostState.capture().leftovers_since(host_state)
+            return not left
+
+        try:
+            wait_for(nothing_left, 60, "the killed attempts' leftovers to go")
+        finally:
+            print(f"kill test: leftovers {left} {time.monotonic() - started:.1f} s after the start")
+    finally:
+        for w in workers:
+            w.stop()
     assert HostState.capture().leftovers_since(host_state) == []

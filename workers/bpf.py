@@ -2,34 +2,64 @@
 
 Each algorithm is one object, `agents/kernel/build/<id>.bpf.o` (built by `agents/kernel/Makefile`).
 For a run, the loader copies the object and writes into the copy (1) the spec's tunables, the
-`const volatile` globals the object declares in .rodata, and (2) a per-run controller name in
-place of the placeholder `ccb_<id>` in its struct_ops section; then `bpftool struct_ops
+`const volatile` globals the object declares in .rodata, and (2) a per-attempt controller name
+in place of the placeholder `ccb_<id>` in its struct_ops section; then `bpftool struct_ops
 register` loads it. The kernel keeps a registered controller after bpftool exits, in one list
 for every network namespace, so flows in the run's sandbox select it with TCP_CONGESTION.
 
-Names are `cb<run tag><k>_<id>` (15 bytes at most): the run tag (6 hex digits of the run id's
-hash) keeps concurrent runs apart, k tells apart one run's controllers of the same algorithm
-with different parameters. Each controller's state-trace ring buffer is renamed the same way,
-`ct<run tag><k>_trace`, so the worker finds its own (workers/bpf_trace.py reads it). Teardown
-unregisters by map id; `sweep` removes what a killed worker left behind (controllers of runs
-that are not running)."""
+**Names** are `cb<tag><k>_<id>` (15 bytes at most): the tag is 6 hex digits of the hash of the
+run's attempt (`attempt_key`: run id and attempt number), k tells apart one attempt's
+controllers of the same algorithm with different parameters. Concurrent runs stay apart, and so
+do the attempts of one run: the retry of a run whose worker was killed never meets the
+controller its dead attempt left, which may stay in the kernel for a while (below). Each
+controller's state-trace ring buffer is renamed the same way, `ct<tag><k>_trace`, so the worker
+finds its own (workers/bpf_trace.py reads it).
+
+**Which controllers are ours.** The kernel's list is shared by everything on the host (another
+ccbench installation, other users' tests), and a `cb...` name does not say who registered it.
+So an installation writes each controller into its ledger (workers/bpf_ledger.py: a small
+owner-only file in the state directory, under an fcntl lock shared by all its processes)
+*before* registering it, and drops it only once the kernel no longer lists it; the sweep
+removes nothing the ledger does not name. An installation id inside the name was the other
+choice: it would take 2-3 of the 15 bytes (cutting algorithm ids shorter still), could still
+collide between installations, and could not tell this installation's probes from its runs.
+The ledger's cost: a controller registered by a version without it, or whose ledger was
+deleted, is never swept (remove it with `bpftool struct_ops unregister`).
+
+**Removal.** Unregistering takes a controller off the kernel's list of congestion controls at
+once, but its struct_ops map lives on, listed by bpftool in state TOBEFREE, while sockets still
+use it (a killed run's orphaned sockets can hold it for over a minute), and unregistering it
+again fails with EINPROGRESS. Such a controller is *pending*: the kernel frees it when its last
+socket closes. Pending is never a failure, neither of the run that ended (its teardown outcome
+per controller is recorded, provenance `bpf_teardown`) nor of a run that sweeps; the ledger
+keeps the entry, marked pending, and later sweeps drop it once the kernel has freed it.
+
+**The sweep** (before each BPF run, and every reaper interval in each worker's main process)
+unregisters the ledger's controllers whose attempt is not active: a finished, failed or
+requeued run's, and an older attempt's of a run that is running again. It asks which attempts
+are active only once it holds the ledger's lock, so a run registering meanwhile (claimed before
+it writes its ledger entry) is never taken for an orphan."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import logging
+import os
 import re
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ccbench.settings import REPO_ROOT
 from schemas.algorithms import PARAMETERS, Algorithm
+from workers.bpf_ledger import Ledger, LedgerError, default_ledger
 from workers.plan import ControllerPlan
 
 BPF_BUILD_DIR = REPO_ROOT / "agents" / "kernel" / "build"
@@ -38,14 +68,28 @@ OPS_NAME_LEN = 16  # char name[TCP_CA_NAME_MAX], NUL included
 TRACE_PLACEHOLDER = b"ccb_trace_ring_"  # the ring buffer's name in ccbench_cc.h (15 bytes)
 STATE_FIELDS_SYMBOL = "ccb_state_fields"
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+# bpftool's state of an unregistered struct_ops map that sockets still hold.
+TOBEFREE = "BPF_STRUCT_OPS_STATE_TOBEFREE"
+PENDING_REASON = (
+    "unregistered; the kernel still lists it (TOBEFREE) while sockets use it and frees it when "
+    "the last one closes"
+)
+
+log = logging.getLogger(__name__)
 
 
 class BpfError(RuntimeError):
     pass
 
 
-def run_tag(run_id: str) -> str:
-    return hashlib.sha256(run_id.encode()).hexdigest()[:6]
+def attempt_key(run_id: str, attempt: int) -> str:
+    """What a run attempt's controller names are derived from (its run directory's path)."""
+    return f"{run_id}/attempt-{attempt}"
+
+
+def run_tag(key: str) -> str:
+    """6 hex digits of `key` (an attempt_key; tests and tools use any string)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:6]
 
 
 def symbol_values(algorithm: str, params: dict[str, float]) -> dict[str, int]:
@@ -57,10 +101,11 @@ def symbol_values(algorithm: str, params: dict[str, float]) -> dict[str, int]:
     return values
 
 
-def controller_name(run_id: str, k: int, algorithm: str) -> str:
+def controller_name(key: str, k: int, algorithm: str) -> str:
+    """The name of controller `k` of the attempt `key` (attempt_key)."""
     if not 0 <= k < 16:
         raise BpfError("a run can load at most 16 BPF controllers")
-    return f"cb{run_tag(run_id)}{k:x}_{algorithm}"[: OPS_NAME_LEN - 1]
+    return f"cb{run_tag(key)}{k:x}_{algorithm}"[: OPS_NAME_LEN - 1]
 
 
 def trace_map_name(controller: str) -> str:
@@ -187,16 +232,42 @@ def _bpftool(*args: str) -> str:
     return done.stdout
 
 
-def registered_ops() -> dict[str, tuple[int, dict[str, Any]]]:
-    """Registered BPF tcp_congestion_ops: controller name -> (struct_ops map id, its fields)."""
+@dataclass(frozen=True)
+class OpsMap:
+    """One struct_ops map holding a tcp_congestion_ops, as `bpftool struct_ops dump` lists it."""
+
+    id: int
+    name: str  # the controller's name
+    state: str  # BPF_STRUCT_OPS_STATE_INUSE, or TOBEFREE once unregistered while still held
+    data: dict[str, Any] = field(repr=False)
+
+    @property
+    def pending(self) -> bool:
+        return self.state == TOBEFREE
+
+
+def ops_maps() -> list[OpsMap]:
+    """Every tcp_congestion_ops struct_ops map of the host, pending ones included."""
     text = _bpftool("-j", "struct_ops", "dump").strip()
     entries = json.loads(text) if text else []
     # bpftool lists, per registration, {"bpf_map_info": ...} then the struct it holds.
-    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    out = []
     for info, value in zip(entries[::2], entries[1::2], strict=False):
         ops = value.get("bpf_struct_ops_tcp_congestion_ops")
         if "bpf_map_info" in info and ops is not None:
-            out[str(ops["data"]["name"])] = (int(info["bpf_map_info"]["id"]), ops["data"])
+            state = str(ops.get("common", {}).get("state", ""))
+            out.append(OpsMap(int(info["bpf_map_info"]["id"]), str(ops["data"]["name"]), state,
+                              ops["data"]))  # fmt: skip
+    return out
+
+
+def registered_ops() -> dict[str, tuple[int, dict[str, Any]]]:
+    """Registered BPF tcp_congestion_ops: controller name -> (struct_ops map id, its fields).
+    Pending (unregistered, still held) ones included; a name that has both a pending and a
+    live map maps to the live one."""
+    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    for m in sorted(ops_maps(), key=lambda m: not m.pending):
+        out[m.name] = (m.id, m.data)
     return out
 
 
@@ -215,7 +286,14 @@ def _available() -> set[str]:
     return set(AVAILABLE.read_text().split())
 
 
-def register(controller: ControllerPlan, work_dir: Path, build_dir: Path = BPF_BUILD_DIR) -> None:
+def register(
+    controller: ControllerPlan,
+    work_dir: Path,
+    build_dir: Path = BPF_BUILD_DIR,
+    ledger: Ledger | None = None,
+) -> None:
+    """Register the controller, recorded in the installation's ledger first."""
+    ledger = ledger or default_ledger()
     source = object_path(controller.algorithm, build_dir)
     if not source.exists():
         raise BpfError(
@@ -227,46 +305,154 @@ def register(controller: ControllerPlan, work_dir: Path, build_dir: Path = BPF_B
     target = work_dir / f"{controller.name}.bpf.o"
     patch_object(source, target, controller.algorithm, controller.name,
                  controller.symbols)  # fmt: skip
-    _bpftool("struct_ops", "register", str(target))
-    if controller.name not in _available():
-        unregister(controller.name)
-        raise BpfError(f"{controller.name} was registered but the kernel does not list it")
+    with _ledger(ledger) as entries:
+        entries[controller.name] = {"registered_at": time.time(), "pid": os.getpid()}
+    try:
+        _bpftool("struct_ops", "register", str(target))
+        if controller.name not in _available():
+            raise BpfError(f"{controller.name} was registered but the kernel does not list it")
+    except BaseException:
+        with contextlib.suppress(BpfError):
+            unregister(controller.name, ledger)
+        raise
 
 
-def unregister(name: str) -> bool:
-    map_id = registered().get(name)
-    if map_id is None:
-        return False
-    _bpftool("struct_ops", "unregister", "id", str(map_id))
-    return True
+Outcome = Literal["removed", "pending", "absent"]
+
+
+def _unregister(name: str, listed: list[OpsMap] | None = None) -> Outcome:
+    """Unregister every live map of `name` (the kernel only: the ledger is the caller's).
+    "pending" when the kernel still lists it afterwards, "absent" when it listed none."""
+    mine = [m for m in (ops_maps() if listed is None else listed) if m.name == name]
+    if not mine:
+        return "absent"
+    error = None
+    for m in mine:
+        if not m.pending:
+            try:
+                _bpftool("struct_ops", "unregister", "id", str(m.id))
+            except BpfError as exc:  # EINPROGRESS if another unregistration came first
+                error = exc
+    left = [m for m in ops_maps() if m.name == name]
+    if not left:
+        return "removed"
+    if all(m.pending for m in left):
+        return "pending"
+    raise error or BpfError(f"{name} is still registered after bpftool unregistered it")
+
+
+def unregister(name: str, ledger: Ledger | None = None) -> Outcome:
+    """Unregister a controller and update the installation's ledger: its entry goes once the
+    kernel no longer lists it, a pending one stays marked (later sweeps drop it). Raises
+    BpfError only when bpftool fails on a controller that is still live."""
+    ledger = ledger or default_ledger()
+    outcome = _unregister(name)
+    with _ledger(ledger) as entries:
+        _record(entries, name, outcome)
+    return outcome
+
+
+def _record(entries: dict[str, dict[str, Any]], name: str, outcome: Outcome) -> None:
+    """Keep the ledger in step with the kernel: an entry goes once the kernel no longer lists
+    the controller; a pending one stays, marked. (A controller the ledger does not name, one
+    registered by someone else, gets no entry.)"""
+    if outcome != "pending":
+        entries.pop(name, None)
+    elif name in entries:
+        entries[name].setdefault("pending_since", time.time())
+        entries[name]["pending"] = PENDING_REASON
+
+
+@contextlib.contextmanager
+def _ledger(ledger: Ledger) -> Iterator[dict[str, dict[str, Any]]]:
+    try:
+        with ledger.open() as entries:
+            yield entries
+    except LedgerError as exc:
+        raise BpfError(str(exc)) from exc
+
+
+class Loaded(list[str]):
+    """The names of the controllers `loaded` registered, and once the block has ended how each
+    one's unregistration went: "removed", "pending: ..." or "error: ..."."""
+
+    teardown: dict[str, str]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.teardown = {}
 
 
 @contextlib.contextmanager
 def loaded(
-    controllers: Iterable[ControllerPlan], work_dir: Path, build_dir: Path = BPF_BUILD_DIR
-) -> Iterator[list[str]]:
-    """Register the run's controllers; unregister them when the block ends, however it ends."""
-    done: list[str] = []
+    controllers: Iterable[ControllerPlan],
+    work_dir: Path,
+    build_dir: Path = BPF_BUILD_DIR,
+    ledger: Ledger | None = None,
+) -> Iterator[Loaded]:
+    """Register the run's controllers; unregister them when the block ends, however it ends.
+    Teardown never raises: each outcome is in `teardown` (and logged), and what could not be
+    removed stays in the ledger for the sweep."""
+    ledger = ledger or default_ledger()
+    done = Loaded()
     try:
         for controller in controllers:
-            register(controller, work_dir, build_dir)
+            register(controller, work_dir, build_dir, ledger)
             done.append(controller.name)
         yield done
     finally:
         for name in done:
-            with contextlib.suppress(BpfError):
-                unregister(name)
+            try:
+                outcome = unregister(name, ledger)
+            except BpfError as exc:
+                done.teardown[name] = f"error: {exc}"
+                log.error("BPF controller %s could not be unregistered: %s", name, exc)
+                continue
+            if outcome == "pending":
+                done.teardown[name] = f"pending: {PENDING_REASON}"
+                log.warning("BPF controller %s is pending: %s", name, PENDING_REASON)
+            else:
+                done.teardown[name] = "removed"
 
 
-def sweep(active_run_ids: Iterable[str]) -> list[str]:
-    """Unregister ccbench controllers whose run is not among `active_run_ids` (left by a killed
-    worker). Returns the names removed."""
-    keep = {run_tag(r) for r in active_run_ids}
-    removed = []
-    for name in registered():
-        match = NAME_PATTERN.match(name)
-        if match and match.group(1) not in keep and unregister(name):
-            removed.append(name)
+def sweep(
+    active: Iterable[str] | Callable[[], Iterable[str]], ledger: Ledger | None = None
+) -> list[str]:
+    """Unregister the ledger's controllers whose attempt is not among `active` (attempt keys,
+    or a function returning them, called once the ledger is locked): those a killed worker
+    left. Pending ones stay in the ledger, to be checked again; failures are logged and
+    retried by the next sweep. Never raises for a controller. Returns the names removed."""
+    ledger = ledger or default_ledger()
+    removed: list[str] = []
+    with _ledger(ledger) as entries:
+        if not entries:
+            return removed
+        keep = {run_tag(key) for key in (active() if callable(active) else active)}
+        try:
+            listed = ops_maps()
+        except BpfError as exc:
+            log.error("BPF sweep: cannot list the kernel's controllers: %s", exc)
+            return removed
+        for name in sorted(entries):
+            match = NAME_PATTERN.match(name)
+            if match is not None and match.group(1) in keep:
+                continue
+            try:
+                outcome = _unregister(name, listed)
+            except BpfError as exc:
+                entries[name]["error"] = str(exc)
+                log.error("BPF sweep: %s could not be unregistered (retried later): %s", name, exc)
+                continue
+            pending_since = entries[name].get("pending_since")
+            _record(entries, name, outcome)
+            if outcome == "removed":
+                removed.append(name)
+                log.warning("BPF sweep: unregistered %s (its run attempt is over)", name)
+            elif outcome == "pending" and pending_since is None:
+                log.warning("BPF sweep: %s is pending: %s", name, PENDING_REASON)
+            elif outcome == "absent" and pending_since is not None:
+                log.info("BPF sweep: the kernel freed %s %.0f s after it was unregistered",
+                         name, time.time() - pending_since)  # fmt: skip
     return removed
 
 
@@ -308,14 +494,16 @@ def probe(build_dir: Path = BPF_BUILD_DIR, try_load: bool = True) -> dict[str, A
 
 
 def _try_load(algorithm: str, build_dir: Path) -> str:
-    import os
     import tempfile
 
     name = controller_name(f"probe-{os.getpid()}", 0, algorithm)
     plan = ControllerPlan(name, algorithm, {}, {})
+    ledger = default_ledger()
     with tempfile.TemporaryDirectory(prefix="ccbench-probe-") as work:
         try:
-            with loaded([plan], Path(work), build_dir):
+            # Held throughout, so that no sweep takes the probe's controller for an orphan;
+            # a probe killed meanwhile leaves it in the ledger for the next sweep.
+            with _ledger(ledger), loaded([plan], Path(work), build_dir, ledger):
                 pass
         except BpfError as exc:
             return str(exc)

@@ -186,7 +186,9 @@ def execute(run_id: str, worker_id: str | None = None) -> str:
     try:
         c.run_dir.mkdir(parents=True, exist_ok=True)
         monitor = Monitor(c)
-        plan = plan_for_spec(c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings)
+        plan = plan_for_spec(
+            c.spec, run_id=c.run_id, out_dir=c.run_dir, settings=settings, attempt=c.attempt
+        )
         testbed = testbed_for(plan.testbed, TestbedContext(c.team_id, settings))
         budget = jobs.run_budget(c.spec.duration, plan.testbed, settings)
         result = testbed.run(plan, monitor.on_event, monitor.should_cancel, budget.deadline_s)

@@ -81,6 +81,24 @@ class FlowPlan:
     transport: dict[str, Any] = field(default_factory=dict)
     src: str | None = None  # hosts testbed: the sending and receiving hosts' names
     dst: str | None = None
+    initial_window: int = 10  # packets the congestion window starts with (schemas.Flow)
+    # A random delay before each of the sender's packets (schemas.SendJitter in SI units):
+    # {"distribution": "uniform", "max": 0.002} or {"distribution": "exponential", "mean": 0.001}.
+    send_jitter: dict[str, Any] | None = None
+
+    @property
+    def access_link(self) -> bool:
+        """The flow's access link is emulated: it has an access delay or a send jitter."""
+        return self.access_delay_s > 0 or self.send_jitter is not None
+
+    @property
+    def send_jitter_bound_s(self) -> float:
+        """A delay the send jitter rarely exceeds: its max, or 5 means (e^-5 < 1% of draws)."""
+        if self.send_jitter is None:
+            return 0.0
+        if self.send_jitter["distribution"] == "uniform":
+            return float(self.send_jitter["max"])
+        return 5 * float(self.send_jitter["mean"])
 
 
 @dataclass(frozen=True)
@@ -172,6 +190,12 @@ def flow_seed(seed: int, flow: FlowPlan) -> int:
     return seed * 1000 + flow.index
 
 
+def send_jitter_seed(seed: int, flow: FlowPlan) -> int:
+    """The seed of a flow's send jitter (its access link's draws), apart from the flow's own
+    seed and every other flow's."""
+    return flow_seed(seed, flow) + 500
+
+
 def traffic_args(traffic: dict[str, Any], seed: int) -> list[str]:
     """The agents' flags for a traffic model; none for bulk, their default."""
     model = traffic["model"]
@@ -216,6 +240,7 @@ def sender_args(flow: FlowPlan, dst: str, interval: int, seed: int, out_dir: str
             sort_keys=True), *common, "--mss", str(t["mss"]),
             "--min-rto-ms", milliseconds(t["min_rto"]),
             "--rto-granularity-ms", milliseconds(t["rto_granularity"]),
+            "--initial-window", str(flow.initial_window),
             "--seed", str(own_seed),  # TFRC's S3 rounds: flows must not draw the same lengths
             *traffic_args(flow.traffic, own_seed), *out]  # fmt: skip
 
@@ -273,10 +298,25 @@ def emulator_args(
             "--stats-out", _under(out_dir, rundir.link_stats(j, forward))]  # fmt: skip
 
 
-def access_delay_args(flow: FlowPlan, queue_num: int, out_dir: str = "") -> list[str]:
-    """A delay line for one flow's access link (both directions share it)."""
-    return ["run", "--queue-num", str(queue_num), "--delay-us", microseconds(flow.access_delay_s),
-            "--stats-out", _under(out_dir, rundir.access_delay_stats(flow.index))]  # fmt: skip
+def jitter_args(jitter: dict[str, Any]) -> list[str]:
+    """`ccbench-link` flags of a random per-packet delay: its scale (a uniform jitter's max, an
+    exponential one's mean) and distribution."""
+    distribution = jitter["distribution"]
+    scale = jitter["max"] if distribution == "uniform" else jitter["mean"]
+    return ["--jitter-us", microseconds(scale), "--jitter-dist", distribution]
+
+
+def access_link_args(
+    flow: FlowPlan, queue_num: int, seed: int, *, data: bool, out_dir: str = ""
+) -> list[str]:
+    """One direction of a flow's access link (sender - entry router): the sender's packets get
+    the access delay and the send jitter (with a per-packet log of it), what goes back to the
+    sender the access delay. `seed`: the run's."""
+    args = ["run", "--queue-num", str(queue_num), "--delay-us", microseconds(flow.access_delay_s)]
+    if data and flow.send_jitter is not None:
+        args += [*jitter_args(flow.send_jitter), "--seed", str(send_jitter_seed(seed, flow)),
+                 "--log", _under(out_dir, rundir.access_packet_log(flow.index))]  # fmt: skip
+    return [*args, "--stats-out", _under(out_dir, rundir.access_link_stats(flow.index, data))]
 
 
 def delay_line_args(delay_s: float, queue_num: int, direction: str, out_dir: str = "") -> list[str]:
@@ -303,7 +343,9 @@ def tcp_buffer_max_bytes(plan: Plan) -> int:
     the seeds' flows are limited by congestion control, never by the receive window. Autotuning
     still grows buffers only as far as each flow needs."""
     one_way = sum(link.delay_s + link.jitter_s for link in plan.links)
-    one_way += max((flow.access_delay_s for flow in plan.flows), default=0.0)
+    one_way += max(
+        (flow.access_delay_s + flow.send_jitter_bound_s for flow in plan.flows), default=0.0
+    )
     fastest = max((link.rate_bps for link in plan.links), default=0.0)
     queued = sum(
         link.buffer_bytes if link.buffer_bytes is not None else (link.buffer_pkts or 0) * 1500

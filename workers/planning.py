@@ -30,10 +30,11 @@ def link_plan(link: Bottleneck) -> LinkPlan:
 
 
 def controllers_for_spec(
-    spec: ExperimentSpec, run_id: str
+    spec: ExperimentSpec, attempt_key: str
 ) -> tuple[list[ControllerPlan], list[str]]:
-    """The BPF controllers the run registers (one per algorithm and parameter set) and each
-    flow's controller name: the kernel's (TCP_CONGESTION) or, for userspace flows, the id."""
+    """The BPF controllers a run's attempt (`attempt_key`, bpf.attempt_key) registers (one per
+    algorithm and parameter set) and each flow's controller name: the kernel's
+    (TCP_CONGESTION) or, for userspace flows, the id."""
     controllers: dict[tuple[str, tuple[tuple[str, float], ...]], ControllerPlan] = {}
     names = []
     for flow in spec.flows:
@@ -47,7 +48,7 @@ def controllers_for_spec(
         key = (flow.algorithm.value, tuple(sorted(params.items())))
         if key not in controllers:
             controllers[key] = ControllerPlan(
-                name=bpf.controller_name(run_id, len(controllers), flow.algorithm.value),
+                name=bpf.controller_name(attempt_key, len(controllers), flow.algorithm.value),
                 algorithm=flow.algorithm.value,
                 params=params,
                 symbols=bpf.symbol_values(flow.algorithm.value, params),
@@ -76,15 +77,20 @@ def flow_plans(spec: ExperimentSpec, cc_names: list[str]) -> list[FlowPlan]:
             else {},
             src=flow.src,
             dst=flow.dst,
+            initial_window=flow.initial_window,
+            send_jitter=flow.send_jitter.model_dump() if flow.send_jitter else None,
         )
         for i, flow in enumerate(spec.flows)
     ]
 
 
-def plan_for_spec(spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings: Settings) -> Plan:
+def plan_for_spec(
+    spec: ExperimentSpec, *, run_id: str, out_dir: Path, settings: Settings, attempt: int = 1
+) -> Plan:
+    """The plan of the run's attempt `attempt` (BPF controller names are per attempt)."""
     if spec.seed is None:
         raise ValueError("the run has no seed: runs get theirs when the submission is expanded")
-    controllers, cc_names = controllers_for_spec(spec, run_id)
+    controllers, cc_names = controllers_for_spec(spec, bpf.attempt_key(run_id, attempt))
     links = spec.links
     return Plan(
         run_id=run_id,

@@ -46,6 +46,7 @@ def _register_and_start_upkeep(**_kwargs: Any) -> None:
     from ccbench.upkeep import start_upkeep_thread
     from ccbench.version import CCBENCH_VERSION
     from workers.capabilities import probe_capabilities
+    from workers.testbeds.registry import sweep_orphan_controllers
 
     settings = get_settings()
     capabilities = probe_capabilities(settings)
@@ -53,7 +54,14 @@ def _register_and_start_upkeep(**_kwargs: Any) -> None:
         workerpool.register(session, workerpool.worker_id(settings), settings.worker_pool,
                             capabilities, slots=1, version=CCBENCH_VERSION)  # fmt: skip
     reap_stale_runs()
-    start_upkeep_thread(settings, worker=workerpool.worker_id(settings))
+    # BPF controllers of runs that died with their pool process are removed here, in the main
+    # process, soon after the reaper takes the run back (not only before the next BPF run);
+    # pending ones are checked again each time.
+    start_upkeep_thread(
+        settings,
+        worker=workerpool.worker_id(settings),
+        chores={"BPF sweep": sweep_orphan_controllers},
+    )
 
 
 @worker_shutdown.connect  # type: ignore[untyped-decorator]

@@ -40,7 +40,10 @@ class CrossComparison(BaseModel):
     unit: str = Field(description="the metric's SI unit (1: dimensionless)")
     scope: Scope
     x: str
-    x_unit: str | None = Field(description="SI unit of the x values, when they are quantities")
+    x_unit: str | None = Field(
+        description="the unit of the x values when they are quantities, as the metric "
+        "catalogue names it (bit/s, s, B)"
+    )
     by: str | None
     experiments: list[ComparedExperiment]
     series: list[CrossSeries]

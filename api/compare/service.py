@@ -35,7 +35,15 @@ from ccbench.db.models import Team
 from ccbench.errors import ValidationFailed
 from ccbench.runstate import RunStatus
 from schemas.matrix import get_path, unit_of_path
-from schemas.metrics import BIT_PER_S, BYTE, METRICS, SECOND, display_unit, metrics_of
+from schemas.metrics import (
+    BIT_PER_S,
+    BYTE,
+    DIMENSIONLESS,
+    METRICS,
+    SECOND,
+    format_quantity,
+    metrics_of,
+)
 from schemas.units import Buffer, parse_buffer
 
 SPECIAL = ("experiment", "flow", "algorithm")
@@ -87,21 +95,14 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _quantity(value: float, x_unit: str | None) -> str:
-    unit = _SPEC_UNITS.get(x_unit or "")
-    if unit is None:
-        return f"{value:g}"
-    symbol, factor = display_unit(unit)
-    return f"{value * factor:.6g} {symbol}"
-
-
 class _Reader:
     """The x or by value of each run (or flow)."""
 
     def __init__(self, key: str, scope: Scope, listed: dict[str, Listed],
                  specs: dict[tuple[str, int], dict[str, Any]]) -> None:  # fmt: skip
         self.key, self.scope, self.listed, self.specs = key, scope, listed, specs
-        self.unit = None if key in SPECIAL else unit_of_path(key)
+        spec_unit = None if key in SPECIAL else unit_of_path(key)
+        self.unit = _SPEC_UNITS.get(spec_unit) if spec_unit else None
 
     def value(self, row: Value) -> Any:
         if self.key == "experiment":
@@ -129,7 +130,7 @@ class _Reader:
             return " / ".join(self.label(v) for v in value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             return str(value)
-        return _quantity(float(value), self.unit)
+        return format_quantity(value, self.unit or DIMENSIONLESS)
 
 
 def _ordered(keys: dict[str, Any]) -> list[str]:

@@ -22,6 +22,7 @@ from api.experiments.export import (
 )
 from api.experiments.report import build_experiment_report
 from api.experiments.schemas import (
+    ID_PREFIX_HELP,
     PAGE_MAX,
     PAGE_SIZE_MAX,
     ExperimentCreated,
@@ -41,7 +42,14 @@ from ccbench.runstate import ExperimentStatus
 from ccbench.settings import get_settings
 from ccbench.sharing import Access
 from schemas import ExperimentReport, Submission
-from schemas.limits import AXIS_PATH_MAX, FACET_VALUE_MAX, IDEMPOTENCY_KEY_MAX, NAME_MAX, TAG_MAX
+from schemas.limits import (
+    AXIS_PATH_MAX,
+    FACET_VALUE_MAX,
+    ID_LENGTH,
+    IDEMPOTENCY_KEY_MAX,
+    NAME_MAX,
+    TAG_MAX,
+)
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=AUTHENTICATED)
 
@@ -161,13 +169,18 @@ def list_experiments(
             + "; default: pinned first, then newest",
         ),
     ] = None,
+    id_prefix: Annotated[
+        str | None, Query(max_length=ID_LENGTH, description=ID_PREFIX_HELP)
+    ] = None,
     page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
     page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
 ) -> Page[ExperimentSummary]:
     """The experiments the team may read — its own, those other teams shared with it and
     public ones — filtered, sorted and a page at a time."""
     filters = browse.Filters(
-        text=q or name,
+        text=q,
+        name=name,
+        id_prefix=id_prefix,
         tags=tag,
         algorithms=algorithm,
         params=[browse.ParamFilter.parse(p, f"param.{i}") for i, p in enumerate(param)],

@@ -15,6 +15,10 @@ T = TypeVar("T")
 # Pages of a listing: bounded so an offset always fits the database's integers.
 PAGE_MAX = 1_000_000
 PAGE_SIZE_MAX = 200
+ID_PREFIX_HELP = (
+    "only those whose id starts with this (clients resolve a short id: one match is the one "
+    "meant, several are ambiguous)"
+)
 
 
 class Page(BaseModel, Generic[T]):

@@ -1,16 +1,50 @@
-"""REST endpoints of runs: one run with its flows, time series and provenance; its log, its
-files and its bundle."""
+"""REST endpoints of runs: the runs the team may read; one run with its flows, time series
+and provenance; its log, its files and its bundle."""
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse, PlainTextResponse, StreamingResponse
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
 from api.errors import AUTHENTICATED, NOT_FOUND
-from api.runs import bundle, service
-from api.runs.schemas import RunDetail, RunFile
+from api.experiments.schemas import ID_PREFIX_HELP, PAGE_MAX, PAGE_SIZE_MAX, Page
+from api.runs import bundle, repository, service
+from api.runs.schemas import RunDetail, RunFile, RunListed
+from ccbench.runstate import RunStatus
+from schemas.limits import ID_LENGTH
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"], responses=AUTHENTICATED)
+
+
+@router.get("", response_model=Page[RunListed])
+def list_runs(
+    session: DbSession,
+    team: CurrentTeam,
+    id_prefix: Annotated[
+        str | None, Query(max_length=ID_LENGTH, description=ID_PREFIX_HELP)
+    ] = None,
+    experiment_id: Annotated[
+        str | None, Query(max_length=ID_LENGTH, description="only this experiment's runs")
+    ] = None,
+    status_: Annotated[RunStatus | None, Query(alias="status")] = None,
+    page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
+) -> Page[RunListed]:
+    """The runs the team may read (its own, shared with it, public): newest experiment
+    first, each experiment's in matrix order."""
+    runs, total = repository.list_for_team(
+        session,
+        team.id,
+        id_prefix=id_prefix,
+        experiment_id=experiment_id,
+        status=status_.value if status_ else None,
+        offset=(page - 1) * page_size,
+        limit=page_size,
+    )
+    items = [RunListed.model_validate(r, from_attributes=True) for r in runs]
+    return Page(items=items, total=total, page=page, page_size=page_size)
 
 
 @router.get("/{run_id}", response_model=RunDetail, responses=NOT_FOUND)

@@ -3,10 +3,10 @@
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from ccbench.browse import id_matches, visible
+from ccbench.browse import id_matches, id_starts, visible
 from ccbench.db.models import Experiment, Run, RunSeries
 
 
@@ -22,6 +22,32 @@ def find_for_team(session: Session, team_id: str, run_id: str) -> Sequence[Run]:
         .order_by(Run.id)
         .limit(6)
     ).all()
+
+
+def list_for_team(
+    session: Session,
+    team_id: str,
+    *,
+    id_prefix: str | None,
+    experiment_id: str | None,
+    status: str | None,
+    offset: int,
+    limit: int,
+) -> tuple[Sequence[Run], int]:
+    """A page of the runs the team may read (newest experiment first, then matrix order) and
+    the total."""
+    query: Select[tuple[Run]] = (
+        select(Run).join(Experiment, Experiment.id == Run.experiment_id).where(visible(team_id))
+    )
+    if id_prefix:
+        query = query.where(id_starts(Run.id, id_prefix))
+    if experiment_id:
+        query = query.where(Run.experiment_id == experiment_id)
+    if status:
+        query = query.where(Run.status == status)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    order = (Experiment.created_at.desc(), Experiment.id, Run.order_index)
+    return session.scalars(query.order_by(*order).offset(offset).limit(limit)).all(), total
 
 
 def series_of(session: Session, run_id: str) -> Sequence[RunSeries]:

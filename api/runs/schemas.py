@@ -15,8 +15,11 @@ class FlowOut(BaseModel):
     metrics: dict[str, Any]
 
 
-class RunDetail(RunSummary):
+class RunListed(RunSummary):
     experiment_id: str
+
+
+class RunDetail(RunListed):
     seed: int
     spec: dict[str, Any]
     worker_id: str | None

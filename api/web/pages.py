@@ -52,23 +52,28 @@ from ccbench.db.models import ApiToken
 from ccbench.dispatch import dispatch_quietly
 from ccbench.errors import CCBenchError, NotFound, ValidationFailed
 from ccbench.plots.campaign import campaign_figure_data
-from ccbench.plots.model import (
+from ccbench.plots.matrix import (
+    box_figure_data,
     comparison_figure_data,
     cross_comparison_figure_data,
-    run_figure_data,
+    matrix_subtitle,
+    scheme_figure_data,
 )
+from ccbench.plots.run import BIN_CHOICES, parse_bin, run_figure_data
 from ccbench.plots.web import plotly_figure
 from ccbench.runstate import ExperimentStatus
 from ccbench.settings import get_settings
 from ccbench.sharing import Access
 from ccbench.teams import Scope, authenticate, require_scope
 from ccbench.version import CCBENCH_VERSION
-from schemas import Algorithm, errors_of
+from schemas import Algorithm, AppliedConditions, errors_of
 from schemas.limits import NAME_MAX
 from schemas.metrics import (
+    DIMENSIONLESS,
     KEY_METRICS,
     METRICS,
     display_unit,
+    format_quantity,
     heading,
     metrics_of,
     unit_of_field,
@@ -86,23 +91,10 @@ templates.env.filters["quoted"] = lambda value: quote(str(value), safe="")  # qu
 # value in that unit.
 templates.env.filters["heading"] = heading
 templates.env.filters["factor"] = lambda metric: display_unit(metric.unit)[1]
-
-
-def human(value: Any, unit: str | None, digits: int = 4) -> str:
-    """A stored (SI) value as a person reads it: in the unit clients show (Mbit/s, ms, ...)."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    if unit is None:
-        return f"{value:.{digits}g}"
-    symbol, factor = display_unit(unit)
-    shown = f"{value * factor:.{digits}g}"
-    return shown if symbol == "1" else f"{shown} {symbol}"
-
-
-templates.env.filters["human"] = human
-templates.env.filters["field_unit"] = unit_of_field
+# A single value with its unit and SI prefix: "9.61 Mbit/s" (a report field's unit from its
+# name's suffix, `sandbox_s`; dimensionless without one).
+templates.env.filters["with_unit"] = format_quantity
+templates.env.filters["field_unit"] = lambda name: unit_of_field(name) or DIMENSIONLESS
 templates.env.filters["short"] = browse.short_id
 templates.env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
 templates.env.globals.update(
@@ -338,11 +330,19 @@ def experiment_page(
     x = x or (axes[0] if axes else None)
     by = by if by is not None else (axes[1] if len(axes) > 1 else None)
     by = by or None
-    compare_figure, error, status_code = None, None, 200
+    figures: list[str] = []
+    error, status_code = None, 200
     if x is not None:
+        report_json = report.model_dump(mode="json")
+        subtitle = matrix_subtitle(experiment.submission)
         try:
             comparison = compare(report, metric, x, by).model_dump(mode="json")
-            compare_figure = _figure_json(plotly_figure(comparison_figure_data(comparison)))
+            drawn = [
+                comparison_figure_data(comparison, report_json, subtitle),
+                box_figure_data(report_json, metric, x, by, subtitle),
+                *scheme_figure_data(report_json, subtitle),
+            ]
+            figures = [_figure_json(plotly_figure(f)) for f in drawn if f.has_data()]
         except CCBenchError as exc:
             error, status_code = exc.message, status_of(exc)
     detail = service.detail(session, token.team, found)
@@ -367,7 +367,7 @@ def experiment_page(
         metric=metric,
         x=x,
         by=by,
-        compare_figure=compare_figure,
+        figures=figures,
         error=error,
         submission_yaml=yaml.safe_dump(
             submissions.stored_submission(
@@ -496,25 +496,41 @@ def _provenance_facts(provenance: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: str, session: DbSession, token: PageToken) -> Response:
+def run_page(
+    request: Request,
+    run_id: str,
+    session: DbSession,
+    token: PageToken,
+    bin: Annotated[str | None, Query(max_length=32)] = None,  # noqa: A002
+) -> Response:
     run = runs.get_run(session, token.team, run_id)
     detail = runs.run_detail(session, token.team, run.id).model_dump(mode="json")
     found = browse.resolve(session, token.team.id, run.experiment_id)
-    figures = [_figure_json(plotly_figure(f)) for f in run_figure_data(detail)]
+    figures: list[str] = []
+    error, status_code = None, 200
+    try:
+        figures = [_figure_json(plotly_figure(f)) for f in run_figure_data(detail, parse_bin(bin))]
+    except CCBenchError as exc:
+        error, status_code = exc.message, status_of(exc)
     try:
         log = runs.run_log(session, token.team, run.id).splitlines()
     except NotFound:
         log = []
+    summary = detail["aggregate"] or {}
     return _render(
         request,
         "run.html",
+        status_code,
         token=token,
         run=detail,
         experiment=service.summary(found),
         figures=figures,
-        checks=(detail["aggregate"] or {}).get("checks") or [],
-        aggregate=(detail["aggregate"] or {}).get("aggregate") or {},
-        applied=(detail["aggregate"] or {}).get("applied") or {},
+        error=error,
+        bin=bin or "rtt",
+        bins=BIN_CHOICES,
+        checks=summary.get("checks") or [],
+        aggregate=summary.get("aggregate") or {},
+        applied=_applied_rows(summary.get("applied") or {}),
         has_state=any(k.endswith(".cc_state") for k in detail["series"]),
         log_tail=log[-LOG_TAIL_LINES:],
         log_lines=len(log),
@@ -662,6 +678,21 @@ def campaign_export(campaign_id: str, fmt: str, session: DbSession, token: PageT
         data = campaign_parquet(session, campaign)
         return Response(data, media_type="application/vnd.apache.parquet", headers=disposition)
     raise NotFound(f"no export format {fmt!r} (csv or parquet)")
+
+
+def _applied_rows(applied: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, value with its unit, description) of each applied condition the run has, as
+    the report model (schemas/report.py) names and measures it."""
+    rows = []
+    for name, info in AppliedConditions.model_fields.items():
+        value = applied.get(name)
+        if value is None:
+            continue
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        unit = extra.get("x-unit")
+        shown = format_quantity(value, str(unit)) if isinstance(unit, str) else str(value)
+        rows.append((info.title or name, shown, f"{name}: {info.description or ''}"))
+    return rows
 
 
 def install_page_handlers(app: FastAPI) -> None:

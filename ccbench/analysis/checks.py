@@ -4,8 +4,12 @@ timing, the host's CPU, the receivers' clocks)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from ccbench import rundir
 from ccbench.analysis import metrics as m
 from ccbench.analysis.logs import Provenance
+from ccbench.analysis.packetlog import LogDelays
 from ccbench.analysis.queue import EmulatorTiming, QueueMetrics
 from schemas import AppliedConditions, Check, ExperimentSpec, FlowMetrics
 
@@ -26,7 +30,9 @@ def emulated_conditions(
     queue: QueueMetrics,
     min_rtts: list[float],
     flows: list[FlowMetrics],
+    send_jitter: dict[int, LogDelays] | None = None,
 ) -> tuple[AppliedConditions, list[Check]]:
+    """`send_jitter`: what each jittered flow's access link did, by flow index."""
     bottleneck = spec.bottleneck
     buffer_pkts, buffer_bytes = bottleneck.buffer_limit()
     applied = AppliedConditions(
@@ -47,7 +53,10 @@ def emulated_conditions(
     if len({round(spec.base_rtt_s(i), 9) for i in range(len(spec.flows))}) > 1:
         checks.append(_per_flow_rtt(spec, flows))
     if provenance.emulated:
-        checks.append(_emulator_timing(queue.timing))
+        counters = provenance.emulator_counters.get(rundir.link_name(spec.bottleneck_index, True))
+        checks.append(_emulator_timing(queue.timing, counters))
+    if send_jitter:
+        checks.append(_send_jitter(spec, send_jitter))
     if provenance.host_cpu_busy is not None:
         checks.append(_host_cpu(provenance.host_cpu_busy, provenance.cpus))
     clock = clock_check(spec, provenance)
@@ -112,21 +121,77 @@ def _host_cpu(busy: float, cpus: int | None) -> Check:
     )
 
 
-def _emulator_timing(timing: EmulatorTiming | None) -> Check:
+def _emulator_timing(timing: EmulatorTiming | None, counters: dict[str, Any] | None) -> Check:
     """Fidelity of the emulator (from its packet log): how late packets left against the
     model's schedule, and how far the spacing of back-to-back packets strayed from their
-    transmission time."""
+    transmission time; with its counters, how it was scheduled and how late its sleeps ended
+    (and how much of that it waited for a CPU), which say where lateness came from."""
     p50 = timing.release_late_us_p50 if timing else None
     p99 = timing.release_late_us_p99 if timing else None
     spacing = timing.spacing_error_us_p99 if timing else None
     if p99 is None:
-        return Check(name="emulator_timing", ok=False, detail="no packet was released")
+        return Check(
+            name="emulator_timing",
+            ok=False,
+            detail="not measurable: no packet was released, or the log (version 1) holds no "
+            "schedule for jittered packets",
+        )
     return Check(
         name="emulator_timing",
         ok=p99 <= EMULATOR_LATE_P99_US,
         detail=f"packets left {p50:.0f} us late at the median, {p99:.0f} us at p99 "
         f"(limit {EMULATOR_LATE_P99_US} us); back-to-back spacing error p99 "
-        + (f"{spacing:.0f} us" if spacing is not None else "-"),
+        + (f"{spacing:.0f} us" if spacing is not None else "-")
+        + _scheduling(counters or {}),
+    )
+
+
+def _scheduling(counters: dict[str, Any]) -> str:
+    """How the emulator was scheduled and how late its wake-ups were, if it said."""
+    scheduling = counters.get("scheduling")
+    if not scheduling:
+        return ""
+    text = f"; scheduled {scheduling['policy']}"
+    if "priority" in scheduling:
+        text += f" {scheduling['priority']}"
+    if "refused" in scheduling:
+        text += f" ({scheduling['refused']})"
+    wakeups = counters.get("wakeups") or {}
+    late, waited = (
+        (wakeups.get("late") or {}).get("us_p99"),
+        (wakeups.get("run_delay") or {}).get("us_p99"),
+    )
+    if late is not None:
+        text += f"; its sleeps ended {late:.0f} us late at p99"
+        if waited is not None:
+            text += f" (runnable without a CPU: {waited:.0f} us at p99)"
+    return text
+
+
+def _send_jitter(spec: ExperimentSpec, delays: dict[int, LogDelays]) -> Check:
+    """Each jittered flow's packets were held for their drawn delay (reported: its mean and
+    p99 against the distribution's mean) and released on time (p99 within the emulator's
+    limit)."""
+    parts, ok = [], True
+    for i, d in sorted(delays.items()):
+        jitter = spec.flows[i].send_jitter
+        assert jitter is not None, "only jittered flows have an access packet log"
+        nominal = jitter.max / 2 if jitter.distribution == "uniform" else jitter.mean
+        late, mean, p99 = d["release_late_us_p99"], d["jitter_us_mean"], d["jitter_us_p99"]
+        if late is None or mean is None or p99 is None:
+            ok = False
+            parts.append(f"flow {i}: no packet was released")
+            continue
+        ok = ok and late <= EMULATOR_LATE_P99_US
+        parts.append(
+            f"flow {i}: {jitter.distribution} jitter of mean {nominal * 1e3:g} ms, held "
+            f"{mean / 1e3:.3f} ms on average (p99 {p99 / 1e3:.3f} ms) over {d['packets']} "
+            f"packets, released {late:.0f} us late at p99"
+        )
+    return Check(
+        name="send_jitter",
+        ok=ok,
+        detail="; ".join(parts) + f" (limit {EMULATOR_LATE_P99_US} us)",
     )
 
 

@@ -13,9 +13,37 @@ from schemas import AggregateMetrics, ExperimentSpec, FlowMetrics
 
 
 @dataclass(frozen=True)
+class FlowSamples:
+    """What a flow's agents logged over time, for metrics over any window."""
+
+    active: Window  # the flow's configured active period (Unix s), not cut to the run's window
+    delivered: list[tuple[float, float]]  # the receiver's (ts, bytes in the interval to ts)
+    sent: list[tuple[float, float]]  # the sender's (ts, bytes sent so far)
+    srtts: list[tuple[float, float]]  # the sender's (ts, smoothed RTT)
+
+    def window(self, run_window: Window) -> Window:
+        """The flow's own window: the run's, intersected with its active period."""
+        return Window(
+            max(run_window.start, self.active.start), min(run_window.end, self.active.end)
+        )
+
+    def bytes_received(self, window: Window) -> float:
+        return m.bytes_in(self.delivered, window)
+
+    def bytes_sent(self, window: Window) -> float:
+        """Bytes sent in the window. The counter starts at 0 with the flow, so a flow that
+        starts inside the window loses nothing before its first sample."""
+        origin = 0.0 if self.active.start >= window.start else None
+        return m.increase(self.sent, window, origin)
+
+    def srtts_s(self, window: Window) -> list[float]:
+        return [v for ts, v in self.srtts if ts in window]
+
+
+@dataclass(frozen=True)
 class FlowAnalysis:
     metrics: FlowMetrics
-    srtts_s: list[float]  # the sender's smoothed RTT samples in the flow's window
+    samples: FlowSamples
     min_rtts_s: list[float]  # every minimum RTT the sender reported
     # A forward flow's sender address and port, which its packets carry at the bottleneck.
     sender: tuple[str, int] | None
@@ -25,21 +53,21 @@ class FlowAnalysis:
         return self.metrics.direction == "forward"
 
 
-def flow_window(spec: ExperimentSpec, index: int, run_window: Window, t0: float) -> Window:
-    """The run's window intersected with the flow's active period."""
-    start = t0 + spec.flows[index].start
-    return Window(
-        max(run_window.start, start),
-        min(run_window.end, start + spec.flow_duration(index)),
-    )
-
-
-def analyze_flow(spec: ExperimentSpec, index: int, logs: FlowLogs, window: Window) -> FlowAnalysis:
+def analyze_flow(
+    spec: ExperimentSpec, index: int, logs: FlowLogs, run_window: Window, t0: float
+) -> FlowAnalysis:
+    """Flow `index`'s own metrics over its window; `t0` is the run's common start."""
     flow = spec.flows[index]
     info = logs.info
-    bytes_in_window = sum(r["bytes"] for r in logs.received if r["ts"] in window)
-    sent = m.increase([(s["ts"], s["bytes_sent"]) for s in info], window)
-    srtts = [s["srtt_s"] for s in info if s["ts"] in window and s.get("srtt_s")]
+    start = t0 + flow.start
+    samples = FlowSamples(
+        active=Window(start, start + spec.flow_duration(index)),
+        delivered=[(float(r["ts"]), float(r["bytes"])) for r in logs.received],
+        sent=[(float(s["ts"]), float(s["bytes_sent"])) for s in info],
+        srtts=[(float(s["ts"]), float(s["srtt_s"])) for s in info if s.get("srtt_s")],
+    )
+    window = samples.window(run_window)
+    srtts = samples.srtts_s(window)
     min_rtts = [s["min_rtt_s"] for s in info if s.get("min_rtt_s")]
     if logs.summary:
         retransmits = logs.summary["retransmits"]
@@ -48,8 +76,8 @@ def analyze_flow(spec: ExperimentSpec, index: int, logs: FlowLogs, window: Windo
     metrics = FlowMetrics(
         flow=index,
         algorithm=flow.label,
-        goodput_bps=m.goodput_bps(bytes_in_window, window.seconds),
-        throughput_bps=m.throughput_bps(sent, window.seconds),
+        goodput_bps=m.goodput_bps(samples.bytes_received(window), window.seconds),
+        throughput_bps=m.throughput_bps(samples.bytes_sent(window), window.seconds),
         rtt_mean_s=m.mean(srtts),
         rtt_p95_s=m.percentile(srtts, 95),
         rtt_min_s=min(min_rtts) if min_rtts else None,
@@ -58,7 +86,7 @@ def analyze_flow(spec: ExperimentSpec, index: int, logs: FlowLogs, window: Windo
         direction=flow.direction,
     )
     sender = logs.sender_address if flow.direction == "forward" else None
-    return FlowAnalysis(metrics, srtts, min_rtts, sender)
+    return FlowAnalysis(metrics, samples, min_rtts, sender)
 
 
 def with_queue(flows: list[FlowAnalysis], queue: QueueMetrics) -> None:
@@ -74,31 +102,55 @@ def with_queue(flows: list[FlowAnalysis], queue: QueueMetrics) -> None:
 
 @dataclass(frozen=True)
 class Fairness:
+    jain_index: float | None
     normalized_fairness: float | None
     friendliness_ratio: float | None
     equivalence_ratio: float | None
     fc_ratio: float | None
 
 
-def fairness(spec: ExperimentSpec, flows: list[FlowMetrics]) -> Fairness:
-    """Friendliness (candidate vs reference flows) and RTT-normalized fairness of the forward
-    flows, over the measurement window."""
-    forward = [(spec.flows[f.flow], f) for f in flows if f.direction == "forward"]
-    goodput = {f.flow: f.goodput_bps or 0.0 for _, f in forward}
-    candidates = [goodput[f.flow] for s, f in forward if s.role == "candidate"]
-    references = [goodput[f.flow] for s, f in forward if s.role == "reference"]
-    friendliness = m.friendliness_ratio(candidates, references)
-    rtts = [f.rtt_mean_s for _, f in forward]
-    normalized = None
-    if forward and all(r is not None for r in rtts):
-        normalized = m.normalized_fairness(
-            [goodput[f.flow] for _, f in forward], [float(r or 0) for r in rtts]
-        )
+def shares(flows: list[FlowAnalysis], run_window: Window) -> tuple[list[float], list[float]] | None:
+    """The flows' goodputs and mean smoothed RTTs over the window in which they are all
+    active (metrics.common_window); None when they never run together in the run's window.
+    A flow without an RTT sample there has RTT 0."""
+    if not flows:
+        return None
+    common = m.common_window([run_window, *(f.samples.active for f in flows)])
+    if common is None:
+        return None
+    goodputs = [m.goodput_bps(f.samples.bytes_received(common), common.seconds) or 0.0
+                for f in flows]  # fmt: skip
+    rtts = [m.mean(f.samples.srtts_s(common)) or 0.0 for f in flows]
+    return goodputs, rtts
+
+
+def fairness(spec: ExperimentSpec, flows: list[FlowAnalysis], run_window: Window) -> Fairness:
+    """Jain's index and RTT-normalized fairness of the forward flows, friendliness among the
+    candidate and reference flows: each compares goodputs while the flows compared are all
+    active (`shares`)."""
+    forward = [f for f in flows if f.forward]
+    both = shares(forward, run_window)
+    jain = normalized = None
+    if both is not None:
+        goodputs, rtts = both
+        jain = m.jain_index(goodputs)
+        normalized = m.normalized_fairness(goodputs, rtts)
+    with_role = [(f, role) for f in forward if (role := spec.flows[f.metrics.flow].role)]
+    friendliness = fc = None
+    competing = shares([f for f, _ in with_role], run_window)
+    if competing is not None:
+        goodputs, _ = competing
+        roles = [role for _, role in with_role]
+        candidates = [g for g, r in zip(goodputs, roles, strict=True) if r == "candidate"]
+        references = [g for g, r in zip(goodputs, roles, strict=True) if r == "reference"]
+        friendliness = m.friendliness_ratio(candidates, references)
+        fc = m.fc_ratio(candidates)
     return Fairness(
+        jain_index=jain,
         normalized_fairness=normalized,
         friendliness_ratio=friendliness,
         equivalence_ratio=m.equivalence_ratio(friendliness),
-        fc_ratio=m.fc_ratio(candidates),
+        fc_ratio=fc,
     )
 
 
@@ -106,26 +158,30 @@ def aggregate(
     spec: ExperimentSpec,
     flows: list[FlowAnalysis],
     queue: QueueMetrics,
+    run_window: Window,
     convergence_time_s: float | None,
 ) -> AggregateMetrics:
-    """The aggregate metrics of the forward flows and the forward bottleneck. Utilization is
-    the link's own (`queue`) where the bottleneck is observed; on a real path it is the
-    aggregate goodput over the path's nominal rate (`topology.rate`), if the spec gives one."""
+    """The aggregate metrics of the forward flows and the forward bottleneck: rates are every
+    forward flow's bytes over the run's window. Utilization is the link's own (`queue`) where
+    the bottleneck is observed; on a real path it is the aggregate goodput over the path's
+    nominal rate (`topology.rate`), if the spec gives one."""
     forward = [f for f in flows if f.forward]
-    goodputs = [g for f in forward if (g := f.metrics.goodput_bps) is not None]
-    goodput = m.total(goodputs)
-    rtt_mean = m.mean([s for f in forward for s in f.srtts_s])
+    seconds = run_window.seconds
+    delivered = sum(f.samples.bytes_received(run_window) for f in forward)
+    sent = sum(f.samples.bytes_sent(run_window) for f in forward)
+    goodput = m.goodput_bps(delivered, seconds)
+    throughput = m.throughput_bps(sent, seconds)
+    rtt_mean = m.mean([r for f in forward for r in f.samples.srtts_s(f.samples.window(run_window))])
     if queue.observed:
         utilization = queue.utilization
     else:
         utilization = m.nominal_utilization(goodput, getattr(spec.topology, "rate", None))
-    forward_flows = sum(1 for f in spec.flows if f.direction == "forward")
-    fair = fairness(spec, [f.metrics for f in flows])
+    fair = fairness(spec, flows, run_window)
     return AggregateMetrics(
         goodput_bps=goodput,
-        throughput_bps=m.total([f.metrics.throughput_bps for f in forward]),
+        throughput_bps=throughput,
         utilization=utilization,
-        jain_index=m.jain_index(goodputs) if len(goodputs) == forward_flows else None,
+        jain_index=fair.jain_index,
         rtt_mean_s=rtt_mean,
         queue_mean_pkts=queue.queue_mean_pkts,
         queue_max_pkts=queue.queue_max_pkts,

@@ -74,6 +74,8 @@ class Provenance:
     cpus: int | None = None
     # Hosts testbed: each receiver's clock minus its sender's, by flow index as text.
     receiver_clock_offsets_s: dict[str, float | None] = field(default_factory=dict)
+    # Each emulator's counters when it stopped, by its stats file's stem ("link-0-data").
+    emulator_counters: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> Provenance:
@@ -88,6 +90,7 @@ class Provenance:
             host_cpu_busy=float(busy) if busy is not None else None,
             cpus=(raw.get("capabilities") or {}).get("cpus"),
             receiver_clock_offsets_s=raw.get("receiver_clock_offset_s") or {},
+            emulator_counters=raw.get("emulator_counters") or {},
         )
 
     @property

@@ -1,7 +1,9 @@
 """Reader of ccbench-link's per-packet log (format: agents/ccbench-link/src/log.rs) and the
 queue metrics it gives exactly: every arrival, departure and drop at the emulated bottleneck.
 
-The file is memory-mapped, so a long run's log is read column by column without loading it."""
+The file is memory-mapped, so a long run's log is read column by column without loading it.
+Version 2 (CCBLINK2) records carry each packet's scheduled release (`due_us`); version 1
+logs, 8 bytes shorter, are read too."""
 
 from __future__ import annotations
 
@@ -16,23 +18,24 @@ import numpy.typing as npt
 
 from ccbench.analysis import metrics as m
 
-MAGIC = b"CCBLINK1"
-RECORD = np.dtype(
-    [
-        ("arrival_us", "<u8"),
-        ("departure_us", "<u8"),
-        ("release_us", "<u8"),
-        ("qlen_bytes", "<u4"),
-        ("qlen_pkts", "<u4"),
-        ("src", "<u4"),
-        ("dst", "<u4"),
-        ("sport", "<u2"),
-        ("dport", "<u2"),
-        ("len", "<u2"),
-        ("proto", "u1"),
-        ("fate", "u1"),
-    ]
-)
+_FIELDS_V1 = [
+    ("arrival_us", "<u8"),
+    ("departure_us", "<u8"),
+    ("release_us", "<u8"),
+    ("qlen_bytes", "<u4"),
+    ("qlen_pkts", "<u4"),
+    ("src", "<u4"),
+    ("dst", "<u4"),
+    ("sport", "<u2"),
+    ("dport", "<u2"),
+    ("len", "<u2"),
+    ("proto", "u1"),
+    ("fate", "u1"),
+]
+MAGIC = b"CCBLINK2"
+RECORD = np.dtype([*_FIELDS_V1, ("due_us", "<u8")])
+# The record of each log version, by its magic.
+RECORDS = {b"CCBLINK1": np.dtype(_FIELDS_V1), MAGIC: RECORD}
 FORWARDED = 0
 DROPPED_FULL = 1
 FATES = {0: "forwarded", 1: "dropped_full", 2: "dropped_red", 3: "dropped_loss"}
@@ -44,11 +47,11 @@ class PacketLogError(Exception):
 
 def read_packet_log(path: Path) -> tuple[dict[str, Any], npt.NDArray[Any]]:
     """(configuration header, records) — records are a read-only memory map."""
-    header, offset = read_header(path)
-    count = (path.stat().st_size - offset) // RECORD.itemsize
+    header, offset, record = read_header(path)
+    count = (path.stat().st_size - offset) // record.itemsize
     if count == 0:
-        return header, np.zeros(0, dtype=RECORD)
-    records = np.memmap(path, dtype=RECORD, mode="r", offset=offset, shape=(count,))
+        return header, np.zeros(0, dtype=record)
+    records = np.memmap(path, dtype=record, mode="r", offset=offset, shape=(count,))
     return header, records
 
 
@@ -73,36 +76,39 @@ class _Histogram:
         self.sum += float(values_us.sum())
 
     def percentile(self, p: float) -> float | None:
+        """As metrics.percentile over the values counted (the same ranks)."""
         if self.total == 0:
             return None
-        rank = int(np.ceil(p / 100 * self.total))
-        return float(np.searchsorted(np.cumsum(self.counts), max(rank, 1)))
+        lo, hi, f = m.percentile_ranks(self.total, p)
+        # The value of 0-based rank r: the first bin whose cumulative count exceeds r.
+        lo_v, hi_v = np.searchsorted(np.cumsum(self.counts), [lo, hi], side="right")
+        return float(lo_v + f * (hi_v - lo_v))
 
     def mean(self) -> float | None:
         return self.sum / self.total if self.total else None
 
 
-def read_header(path: Path) -> tuple[dict[str, Any], int]:
-    """(the emulator's configuration, the offset of the first record)."""
+def read_header(path: Path) -> tuple[dict[str, Any], int, np.dtype[Any]]:
+    """(the emulator's configuration, the offset of the first record, the record's type)."""
     with path.open("rb") as handle:
         head = handle.read(12)
-        if len(head) < 12 or head[:8] != MAGIC:
+        if len(head) < 12 or head[:8] not in RECORDS:
             raise PacketLogError(f"{path.name} is not a ccbench-link packet log")
         size = int.from_bytes(head[8:12], "little")
-        return json.loads(handle.read(size)), 12 + size
+        return json.loads(handle.read(size)), 12 + size, RECORDS[head[:8]]
 
 
 def iter_chunks(path: Path) -> tuple[dict[str, Any], int, Iterator[npt.NDArray[Any]]]:
     """(header, record count, chunks): reads CHUNK_RECORDS at a time into fresh arrays, so
     the resident memory stays bounded however long the log is."""
-    header, offset = read_header(path)
-    count = (path.stat().st_size - offset) // RECORD.itemsize
+    header, offset, record = read_header(path)
+    count = (path.stat().st_size - offset) // record.itemsize
 
     def chunks() -> Iterator[npt.NDArray[Any]]:
         with path.open("rb") as handle:
             handle.seek(offset)
             for _ in range(0, count, CHUNK_RECORDS):
-                yield np.fromfile(handle, dtype=RECORD, count=CHUNK_RECORDS)
+                yield np.fromfile(handle, dtype=record, count=CHUNK_RECORDS)
 
     return header, count, chunks()
 
@@ -118,11 +124,12 @@ class LogFlow(TypedDict):
 
 class LogSeries(TypedDict):
     """The down-sampled queue: each sampled arrival's time (Unix s), the queue it found (plus
-    itself when it joined) and the drops so far."""
+    itself when it joined), the drops so far and its queueing delay in s (None when dropped)."""
 
     ts: list[float]
     qlen_pkts: list[int]
     drops: list[int]
+    queue_delay_s: list[float | None]
 
 
 class LogQueueMetrics(TypedDict):
@@ -156,10 +163,13 @@ def queue_metrics_from_file(
     capacity_bps: float,
     senders: list[tuple[str, int] | None] | None = None,
 ) -> LogQueueMetrics:
-    """queue_metrics over a log file, streamed; the scheduled delay (lateness is measured
-    against it) is the emulator's configured delay plus half its jitter, from the header."""
+    """queue_metrics over a log file, streamed. Release lateness is measured against each
+    packet's scheduled release (version 2); a version 1 log has none, so it is measured
+    against departure + the configured delay, which only holds without jitter."""
     header, count, chunks = iter_chunks(path)
-    delay_us = int(header.get("delay_us", 0)) + int(header.get("jitter_us", 0)) // 2
+    delay_us: int | None = int(header.get("delay_us", 0))
+    if int(header.get("jitter_us", 0)):
+        delay_us = None  # version 1 with jitter: the schedule is not in the log
     return queue_metrics(
         chunks, start_s, end_s, capacity_bps, delay_us, total=count, senders=senders
     )
@@ -209,7 +219,7 @@ def queue_metrics(
     start_s: float,
     end_s: float,
     capacity_bps: float,
-    delay_us: int = 0,
+    delay_us: int | None = 0,
     series_points: int = 2000,
     total: int | None = None,
     senders: list[tuple[str, int] | None] | None = None,
@@ -223,11 +233,12 @@ def queue_metrics(
     right after an arrival, at the length it saw plus itself; queueing delay of a packet =
     departure - arrival - its own transmission time at capacity_bps; utilization counts the
     IP length of the packets that departed in the window (the formulas: `metrics`). Timing
-    fidelity: release lateness = release - departure - delay; spacing error = |release gap -
-    departure gap| of back-to-back packets (the next arrived before the previous one had
-    left). With `senders` (each flow's sender address and port, or None), also per flow:
-    arrivals, drops, loss rate and mean queueing delay of its packets that arrived in the
-    window (`per_flow`)."""
+    fidelity: release lateness = release - due (the model's release time, `due_us`), or in
+    records without it release - departure - `delay_us` (None: not measurable); spacing error
+    = |release gap - departure gap| of back-to-back packets (the next arrived before the
+    previous one had left). With `senders` (each flow's sender address and port, or None),
+    also per flow: arrivals, drops, loss rate and mean queueing delay of its packets that
+    arrived in the window (`per_flow`)."""
     w0, w1 = int(start_s * 1e6), int(end_s * 1e6)
     window_s = (w1 - w0) / 1e6
     arrivals = drops = full_drops = 0
@@ -249,6 +260,7 @@ def queue_metrics(
     sample_t: list[int] = []
     sample_q: list[int] = []
     sample_drops: list[int] = []
+    sample_delay: list[float | None] = []
     drops_before = 0
     begin = 0
     per_flow = _PerFlow(senders) if senders is not None else None
@@ -289,7 +301,10 @@ def queue_metrics(
                 owner = forwarded_flow[arrived]
                 per_flow.wait_sum += np.bincount(owner, weights=waits, minlength=width)
                 per_flow.wait_count += np.bincount(owner, minlength=width)
-        late.add((r - d - int(delay_us))[departed])
+        if "due_us" in fw.dtype.names:
+            late.add((r - fw["due_us"].astype(np.int64))[departed])
+        elif delay_us is not None:
+            late.add((r - d - int(delay_us))[departed])
         # Back-to-back pairs, including the one across the chunk boundary.
         if previous is not None and len(fw):
             d = np.concatenate([[previous[0]], d])
@@ -310,6 +325,16 @@ def queue_metrics(
         sample_t += arrival[picked].tolist()
         sample_q += (chunk["qlen_pkts"][picked].astype(np.int64) + forwarded[picked]).tolist()
         sample_drops += cumulative_drops[picked].tolist()
+        sampled = chunk[picked]
+        waits = m.queueing_delay_us(
+            sampled["departure_us"].astype(np.float64) - sampled["arrival_us"].astype(np.float64),
+            sampled["len"].astype(np.float64),
+            capacity_bps,
+        )
+        sample_delay += [
+            w / 1e6 if kept else None
+            for w, kept in zip(waits.tolist(), forwarded[picked].tolist(), strict=True)
+        ]
         drops_before = int(cumulative_drops[-1]) if len(chunk) else drops_before
         begin += len(chunk)
     order = np.argsort(sample_t, kind="stable")
@@ -332,5 +357,38 @@ def queue_metrics(
             "ts": [round(sample_t[k] / 1e6, 6) for k in order],
             "qlen_pkts": [sample_q[k] for k in order],
             "drops": [sample_drops[k] for k in order],
+            "queue_delay_s": [sample_delay[k] for k in order],
         },
+    }
+
+
+class LogDelays(TypedDict):
+    """What a delay line with jitter did (`delays_from_file`), in µs."""
+
+    packets: int
+    # The jitter each packet was held for: scheduled release - end of transmission - the
+    # configured delay (the drawn jitter, or more when the packet before it left later).
+    jitter_us_mean: float | None
+    jitter_us_p99: float | None
+    release_late_us_p99: float | None
+
+
+def delays_from_file(path: Path) -> LogDelays:
+    """The jitter the forwarded packets of a log got, and how late they left (version 2 logs:
+    `due_us` holds each packet's schedule)."""
+    header, _, chunks = iter_chunks(path)
+    delay_us = int(header.get("delay_us", 0))
+    held, late = _Histogram(), _Histogram()
+    for chunk in chunks:
+        if "due_us" not in (chunk.dtype.names or ()):
+            raise PacketLogError(f"{path.name} holds no scheduled release times (version 1)")
+        fw = chunk[chunk["fate"] == FORWARDED]
+        due = fw["due_us"].astype(np.int64)
+        held.add(due - fw["departure_us"].astype(np.int64) - delay_us)
+        late.add(fw["release_us"].astype(np.int64) - due)
+    return {
+        "packets": held.total,
+        "jitter_us_mean": held.mean(),
+        "jitter_us_p99": held.percentile(99),
+        "release_late_us_p99": late.percentile(99),
     }

@@ -96,6 +96,7 @@ def from_emulator_log(
             "t_s": [round(ts - t0, 6) for ts in raw["ts"]],
             "qlen_pkts": raw["qlen_pkts"],
             "drops": raw["drops"],
+            "queue_delay_s": raw["queue_delay_s"],
         },
         timing=EmulatorTiming(
             release_late_us_mean=log["release_late_us_mean"],
@@ -150,5 +151,6 @@ def from_qdisc_samples(
             "qlen_pkts": [q["qlen_pkts"] for q in leaf],
             "backlog_bytes": [q["backlog_bytes"] for q in leaf],
             "drops": [q["drops"] for q in leaf],
+            "queue_delay_s": [m.queue_delay_s(q["backlog_bytes"], capacity_bps) for q in leaf],
         },
     )

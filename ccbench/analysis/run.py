@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccbench import rundir
-from ccbench.analysis import checks, flows, queue
+from ccbench.analysis import checks, flows, packetlog, queue
 from ccbench.analysis.logs import (
     AnalysisError,
     FlowLogs,
@@ -48,8 +48,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     series: dict[str, Columns] = {}
     analyzed: list[flows.FlowAnalysis] = []
     for i, flow in enumerate(spec.flows):
-        window = flows.flow_window(spec, i, run_window, t0)
-        analyzed.append(flows.analyze_flow(spec, i, logs[i], window))
+        analyzed.append(flows.analyze_flow(spec, i, logs[i], run_window, t0))
         series.update(flow_series(i, flow.agent, logs[i], trace, t0))
 
     bottleneck = _queue(run_dir, spec, provenance, run_window, t0, analyzed)
@@ -58,12 +57,14 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         series["queue"] = downsample(bottleneck.series)
     over_time = fairness_over_time(spec, [f.received for f in logs], t0)
     series["fairness"] = over_time.series
-    aggregate = flows.aggregate(spec, analyzed, bottleneck, over_time.convergence_time_s)
+    aggregate = flows.aggregate(
+        spec, analyzed, bottleneck, run_window, over_time.convergence_time_s
+    )
     flow_metrics = [f.metrics for f in analyzed]
     min_rtts = [r for f in analyzed for r in f.min_rtts_s]
     if bottleneck.observed:
         applied, found = checks.emulated_conditions(
-            spec, provenance, bottleneck, min_rtts, flow_metrics
+            spec, provenance, bottleneck, min_rtts, flow_metrics, _send_jitter(run_dir, spec)
         )
     else:
         applied, found = checks.real_path_conditions(spec, provenance, min_rtts)
@@ -90,6 +91,19 @@ def _queue(
         return queue.from_emulator_log(log, window, spec.bottleneck.rate, t0, senders)
     qdisc: list[Line] = list(read_jsonl(run_dir / rundir.QDISC))
     return queue.from_qdisc_samples(qdisc, window, spec.bottleneck.rate, t0)
+
+
+def _send_jitter(run_dir: Path, spec: ExperimentSpec) -> dict[int, packetlog.LogDelays]:
+    """What each jittered flow's access link did, from its packet log."""
+    delays = {}
+    for i, flow in enumerate(spec.flows):
+        if flow.send_jitter is None:
+            continue
+        path = run_dir / rundir.access_packet_log(i)
+        if not path.exists():
+            raise AnalysisError(f"{path.name} (flow {i}'s send jitter log) is missing")
+        delays[i] = packetlog.delays_from_file(path)
+    return delays
 
 
 def _common_start(spec: ExperimentSpec, logs: list[FlowLogs]) -> float:

@@ -26,8 +26,9 @@ def downsample(columns: Columns, limit: int = MAX_SERIES_POINTS) -> Columns:
 def flow_series(
     index: int, agent: str, logs: FlowLogs, trace: Sequence[Line], t0: float
 ) -> dict[str, Columns]:
-    """Flow `index`'s series by name: its sender's samples (`flow-<i>.tcp_info`), goodput per
-    receiver interval (`.goodput`) and, where recorded, its controller's state (`.cc_state`):
+    """Flow `index`'s series by name: its sender's samples (`flow-<i>.tcp_info`, with the bytes
+    it sent so far), goodput per receiver interval with the bytes received so far (`.goodput`)
+    and, where recorded, its controller's state (`.cc_state`):
     a userspace controller's from the transport's lines, a BPF controller's from the trace."""
     info = logs.info
     series = {
@@ -39,6 +40,7 @@ def flow_series(
                 "srtt_s": [s.get("srtt_s") for s in info],
                 "delivery_rate_bps": [s.get("delivery_rate_bps") for s in info],
                 "retransmits": [s.get("retransmits") for s in info],
+                "bytes_sent": [s.get("bytes_sent") for s in info],
             }
         ),
         f"flow-{index}.goodput": downsample(_goodput_series(logs.received, t0)),
@@ -75,15 +77,24 @@ def _bpf_state(trace: Sequence[Line], local: str, t0: float) -> Columns:
 
 
 def _goodput_series(received: Sequence[Line], t0: float) -> Columns:
+    """Per receiver line: the goodput over the interval since the previous line (none for
+    the first) and the bytes received since the flow's start, from which figures bin goodput
+    over any interval (`metrics.binned_rates_bps`)."""
     times: list[float] = []
     rates: list[float | None] = []
+    received_bytes: list[int] = []
     previous: float | None = None
+    total = 0
     for r in received:
-        if previous is not None and r["ts"] > previous:
-            times.append(round(r["ts"] - t0, 6))
-            rates.append(m.rate_bps(r["bytes"], r["ts"] - previous))
+        total += r["bytes"]
+        if previous is not None and r["ts"] <= previous:
+            received_bytes[-1] = total  # the same instant: one sample
+            continue
+        times.append(round(r["ts"] - t0, 6))
+        rates.append(m.rate_bps(r["bytes"], r["ts"] - previous) if previous is not None else None)
+        received_bytes.append(total)
         previous = r["ts"]
-    return {"t_s": times, "goodput_bps": rates}
+    return {"t_s": times, "goodput_bps": rates, "bytes_received": received_bytes}
 
 
 @dataclass(frozen=True)
@@ -96,8 +107,10 @@ def fairness_over_time(
     spec: ExperimentSpec, received: Sequence[Sequence[Line]], t0: float
 ) -> FairnessOverTime:
     """Jain's index per interval over the forward flows active for the whole interval, and
-    the convergence time: how long until every such flow stays within the band around an
-    equal share of what the interval delivered. `received`: each flow's receiver lines."""
+    the convergence time: how long after the competing flows last changed (a forward flow
+    started or stopped; else the run's start) until every such flow stays within the band
+    around an equal share of what the interval delivered. `received`: each flow's receiver
+    lines."""
     interval = spec.measurement.interval
     bins = int(spec.duration // interval)
     forward = [i for i, f in enumerate(spec.flows) if f.direction == "forward"]
@@ -123,8 +136,12 @@ def fairness_over_time(
         active_rates.append(rates)
     converged = None
     if len(forward) > 1 and times:
+        # The competing flows change when a forward flow starts or stops.
+        changes = [t for i in forward
+                   for t in (spec.flows[i].start, spec.flows[i].start + spec.flow_duration(i))
+                   if 0 < t < spec.duration]  # fmt: skip
         converged = m.share_convergence_time(
-            times, active_rates, interval, spec.measurement.convergence_band
+            times, active_rates, interval, spec.measurement.convergence_band, changes
         )
     return FairnessOverTime({"t_s": times, "jain_index": jains}, converged)
 

@@ -24,6 +24,7 @@ from sqlalchemy.types import TypeDecorator
 from schemas.limits import (
     AXIS_PATH_MAX,
     FACET_VALUE_MAX,
+    ID_LENGTH,
     IDEMPOTENCY_KEY_MAX,
     NAME_MAX,
     TAG_MAX,
@@ -76,7 +77,7 @@ class Base(DeclarativeBase):
 class Team(Base):
     __tablename__ = "teams"
 
-    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
     name: Mapped[str] = mapped_column(String(NAME_MAX), unique=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
@@ -84,7 +85,7 @@ class Team(Base):
 class ApiToken(Base):
     __tablename__ = "api_tokens"
 
-    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX))
     # sha256 of the secret: the secret itself is shown once, at creation.
@@ -102,7 +103,7 @@ class ApiToken(Base):
 class Experiment(Base):
     __tablename__ = "experiments"
 
-    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX), index=True)
     description: Mapped[str] = mapped_column(Text, default="")
@@ -249,9 +250,9 @@ class Grant(Base):
 
     __tablename__ = "grants"
 
-    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
     resource_kind: Mapped[str] = mapped_column(String(16))
-    resource_id: Mapped[str] = mapped_column(String(32))
+    resource_id: Mapped[str] = mapped_column(String(ID_LENGTH))
     owner_team_id: Mapped[str] = mapped_column(
         ForeignKey("teams.id", ondelete="CASCADE"), index=True
     )
@@ -278,7 +279,7 @@ class Grant(Base):
 class Run(Base):
     __tablename__ = "runs"
 
-    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
     experiment_id: Mapped[str] = mapped_column(
         ForeignKey("experiments.id", ondelete="CASCADE"), index=True
     )
@@ -358,7 +359,7 @@ class FlowResult(Base):
 
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     flow_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    algorithm: Mapped[str] = mapped_column(String(32))
+    algorithm: Mapped[str] = mapped_column(String(ID_LENGTH))
     metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
@@ -381,12 +382,12 @@ class Host(Base):
 
     __tablename__ = "hosts"
 
-    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(63))
     address: Mapped[str] = mapped_column(String(255))
     port: Mapped[int] = mapped_column(Integer, default=22)
-    user: Mapped[str] = mapped_column(String(32), default="root")
+    user: Mapped[str] = mapped_column(String(ID_LENGTH), default="root")
     labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
     private_key_encrypted: Mapped[str | None] = mapped_column(Text)
     key_fingerprint: Mapped[str | None] = mapped_column(String(100))
@@ -406,7 +407,7 @@ class Host(Base):
 class HostGroup(Base):
     __tablename__ = "host_groups"
 
-    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(63))
     labels: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -103,6 +103,9 @@ def cancel_queued(session: Session, experiment_id: str, reason: str = "cancelled
     return result.rowcount
 
 
-def active_run_ids(session: Session) -> list[str]:
-    """Runs a worker is executing now (provisioning .. analyzing)."""
-    return list(session.scalars(select(Run.id).where(Run.status.in_([s.value for s in ACTIVE]))))
+def active_attempts(session: Session) -> list[tuple[str, int]]:
+    """Runs a worker is executing now (provisioning .. analyzing), each with the attempt."""
+    rows = session.execute(
+        select(Run.id, Run.attempt).where(Run.status.in_([s.value for s in ACTIVE]))
+    ).all()
+    return [(run_id, attempt) for run_id, attempt in rows]

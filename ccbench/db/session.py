@@ -1,5 +1,13 @@
-"""Engine and session factory, one per database URL."""
+"""Engine and session factory, one per database URL.
 
+A forked process (Celery's prefork pool: a pool process killed mid-run is replaced by a fork of
+the worker's main process, whose upkeep thread holds connections) must never use a connection
+it inherited: two processes on one PostgreSQL connection interleave their messages and both
+fail ("server closed the connection unexpectedly", "connection in transaction status INTRANS").
+After a fork the child drops its inherited pool without closing it (SQLAlchemy's recipe,
+`Engine.dispose(close=False)`) and opens its own connections."""
+
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -29,8 +37,10 @@ def engine_for(url: str) -> Engine:
             Path(db_path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 10})
         event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    return create_engine(url, pool_pre_ping=True)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    os.register_at_fork(after_in_child=lambda: engine.dispose(close=False))
+    return engine
 
 
 def get_engine() -> Engine:

@@ -1,2 +1,4 @@
-"""Static figures (matplotlib, Agg backend) of a run and of a matrix comparison, built from the
-API's JSON so the CLI can draw them for any server it talks to."""
+"""Figures of runs and matrices: what each shows (`model.py`; built by `run.py` and
+`matrix.py`, with matrix axes read by `axes.py` and titles' conditions by `conditions.py`),
+drawn with matplotlib into files (`figures.py`) and as Plotly JSON for the result pages
+(`web.py`)."""

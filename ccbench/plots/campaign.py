@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ccbench.plots.model import FigureData, Trace
-from schemas.metrics import METRICS, display_unit, heading
+from ccbench.plots.model import Axis, FigureData, Panel, Trace, scaled
+from schemas.metrics import METRICS
 
 
 def _series_name(point: dict[str, Any]) -> str:
@@ -22,10 +22,11 @@ def _series_name(point: dict[str, Any]) -> str:
 def campaign_figure_data(report: dict[str, Any]) -> list[FigureData]:
     """Over time and by hour of day; no figure without a value."""
     metric = METRICS[report["metric"]]
-    _, factor = display_unit(metric.unit)
+    values = [p["value"] for p in report["occurrences"] if p["value"] is not None]
+    label, factor = scaled(metric, values)
     zone = ZoneInfo(report["timezone"])
-    over_time: dict[str, tuple[list[Any], list[float]]] = defaultdict(lambda: ([], []))
-    by_hour: dict[str, tuple[list[Any], list[float]]] = defaultdict(lambda: ([], []))
+    over_time: dict[str, tuple[list[Any], list[float | None]]] = defaultdict(lambda: ([], []))
+    by_hour: dict[str, tuple[list[Any], list[float | None]]] = defaultdict(lambda: ([], []))
     for point in report["occurrences"]:
         if point["value"] is None or point["path"] is None:
             continue
@@ -38,11 +39,16 @@ def campaign_figure_data(report: dict[str, Any]) -> list[FigureData]:
         by_hour[name][1].append(point["value"] * factor)
     if not over_time:
         return []
-    label = heading(metric)
+    subtitle = f"campaign {report['campaign_id'][:8]} · {len(report['occurrences'])} occurrences"
+    y = Axis(label)
     return [
-        FigureData("over-time", f"{metric.label} over time", "occurrence (UTC)", label,
-                   [Trace(n, *xy, style="line") for n, xy in sorted(over_time.items())]),
-        FigureData("by-hour", f"{metric.label} by time of day",
-                   f"hour of day ({report['timezone']})", label,
-                   [Trace(n, *xy, style="markers") for n, xy in sorted(by_hour.items())]),
+        FigureData("over-time", f"{metric.label} over time", subtitle, Axis("occurrence", "date"),
+                   [Panel(y, [Trace(n, *xy, style="line") for n, xy in sorted(over_time.items())])],
+                   legend_title="path"),
+        FigureData("by-hour", f"{metric.label} by time of day", subtitle,
+                   Axis(f"hour of day ({report['timezone']})", range=(0.0, 24.0),
+                        ticks=(0, 3, 6, 9, 12, 15, 18, 21, 24)),
+                   [Panel(y, [Trace(n, *xy, style="markers")
+                              for n, xy in sorted(by_hour.items())])],
+                   legend_title="path"),
     ]  # fmt: skip

@@ -1,197 +1,163 @@
-"""What each figure shows, independent of how it is drawn: the CLI renders these with matplotlib
-(`figures.py`), the result pages with Plotly in the browser (`web.py`). One list of figures, so
-static images and pages cannot drift apart.
+"""What a figure shows, independent of how it is drawn: matplotlib files (`figures.py`) and
+the result pages' Plotly figures (`web.py`) draw these same descriptions, so files and pages
+cannot drift apart. The figures themselves are built in `run.py` (one run) and `matrix.py`
+(an experiment's matrix).
 
-- per run (seed 000 Figs. 4, 14-26; seed 002 Figs. 2-15): goodput, cwnd (with ssthresh) and
-  RTT against time per flow, RTT against cwnd, the bottleneck queue against time with its drops
-  marked, Jain's index per interval, and the controller's own state where the agent records it;
-- per matrix: one metric against one axis, a series per value of another axis, median with
-  SIQR error bars (seed 000 Figs. 5-9, seed 001 Figs. 7-8, seed 004 Figs. 2-4).
-"""
+Values are already in the unit their axis names ("goodput (Mbit/s)"): the builders scale them
+with the catalogue's SI prefixes (`schemas.metrics.scaled_unit`)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from schemas.metrics import DIMENSIONLESS, METRICS, SECOND, display_unit, heading
+from schemas.metrics import Quantity, heading, scaled_unit
 
-Style = Literal["line", "step", "dashed", "markers", "errorbars"]
+# How a trace is drawn:
+# line       a series (a flow, a matrix series) as a line through its points
+# dashed     a companion of a series in its colour (ssthresh beside cwnd)
+# step       a sampled level held until the next sample (the queue, controller state)
+# aggregate  the sum of the series (black, heavier)
+# reference  a configured value (the link rate, the buffer, the base RTT): grey dashed
+# markers    points without lines (scatter; categories)
+# events     marks of single events (drops)
+# errorbars  points with error bars (median ± SIQR), joined by a line on a numeric axis only
+# box        one box per category from `samples` (quartiles, whiskers at 1.5 IQR, outliers)
+# outline    a closed curve in its series' colour (an ellipse), no legend entry
+Style = Literal[
+    "line", "dashed", "step", "aggregate", "reference", "markers", "events", "errorbars",
+    "box", "outline",
+]  # fmt: skip
+# date: x values are ISO 8601 instants (a campaign's occurrences over time).
+Scale = Literal["linear", "log", "category", "date"]
 
-# The time column of a controller-state series; every other column is a state variable.
-_STATE_EXCLUDED = {"t_s"}
+# Colour-blind-safe palette (Okabe and Ito, "Color Universal Design", 2008), in the order
+# series take it; yellow last, as it is faint on white. Markers vary too, for grey prints.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
+           "#F0E442")  # fmt: skip
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+AGGREGATE_COLOUR = "#000000"
+REFERENCE_COLOUR = "#777777"
+EVENT_COLOUR = "#D55E00"
+
+
+@dataclass(frozen=True)
+class Axis:
+    label: str  # with its unit: "goodput (Mbit/s)"
+    scale: Scale = "linear"
+    reversed: bool = False  # delay axes of throughput-delay plots: better to the right
+    categories: tuple[str, ...] = ()  # scale "category": the categories in order
+    range: tuple[float, float] | None = None  # fixed limits (CDF: 0..1)
+    from_zero: bool = False  # rates, windows and queues start at 0, whatever the data
+    ticks: tuple[float, ...] = ()  # ticks at these values only (a matrix axis's own values)
 
 
 @dataclass(frozen=True)
 class Trace:
     name: str
     x: list[Any]
-    y: list[float]
+    y: list[float | None]
     style: Style = "line"
-    error: list[float] | None = None  # half-widths, for style "errorbars"
+    colour: int | None = None  # index into PALETTE; None: the style's own colour
+    error: list[float] | None = None  # half-widths, style "errorbars"
+    samples: list[list[float]] | None = None  # style "box": the values of each x
+    legend: bool = True
+    hover: list[str] | None = None  # a text per point (pages only): a run's axis values
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One plotting area; figures with several panels share their x axis (cwnd above the
+    queue)."""
+
+    y: Axis
+    traces: list[Trace] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class FigureData:
-    name: str
-    title: str
-    xlabel: str
-    ylabel: str
-    traces: list[Trace] = field(default_factory=list)
-    categorical_x: bool = False
+    name: str  # stable, part of file names: "goodput", "utilization_vs_buffer"
+    title: str  # what it shows: "goodput per RTT (40 ms)"
+    subtitle: str  # the conditions: "reno vs cubic · 10 Mbit/s · RTT 40 ms · buffer 33 pkt"
+    x: Axis
+    panels: list[Panel]
     legend: bool = True
+    legend_title: str = ""  # what the series vary: "bottleneck buffer"
 
+    @property
+    def traces(self) -> list[Trace]:
+        return [t for panel in self.panels for t in panel.traces]
 
-def _index(flow: dict[str, Any]) -> int:
-    """A flow's index in a run's detail (`flow_index`) or in a report (`flow`)."""
-    return int(flow["flow_index"] if "flow_index" in flow else flow["flow"])
+    @property
+    def y(self) -> Axis:
+        return self.panels[0].y
 
-
-def flow_label(flow: dict[str, Any]) -> str:
-    return f"flow {_index(flow)} {flow['algorithm']}"
-
-
-def _points(
-    xs: list[Any], ys: list[Any], scale: float = 1.0
-) -> tuple[list[Any], list[float]] | None:
-    pairs = [
-        (x, y * scale) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None
-    ]
-    if not pairs:
-        return None
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
-def run_figure_data(run: dict[str, Any]) -> list[FigureData]:
-    """Figures of one run (the JSON of GET /v1/runs/{id}); figures without data are left out."""
-    series: dict[str, dict[str, list[Any]]] = run.get("series") or {}
-    flows = sorted(run.get("flows") or [], key=_index)
-    figures: list[FigureData] = []
-
-    def per_flow(
-        name: str, title: str, source: str, column: str, ylabel: str, scale: float = 1.0
-    ) -> FigureData:
-        traces = []
-        for flow in flows:
-            data = series.get(f"flow-{_index(flow)}.{source}") or {}
-            points = _points(data.get("t_s") or [], data.get(column) or [], scale)
-            if points:
-                traces.append(Trace(flow_label(flow), *points))
-        return FigureData(name, title, "time (s)", ylabel, traces)
-
-    goodput = METRICS["goodput_bps"]
-    figures.append(
-        per_flow(
-            "goodput",
-            goodput.label,
-            "goodput",
-            goodput.name,
-            heading(goodput),
-            display_unit(goodput.unit)[1],
+    def has_data(self) -> bool:
+        return any(
+            any(v is not None for v in t.y) or any(t.samples or [])
+            for t in self.traces
+            if t.style not in ("reference", "outline")
         )
-    )
-    cwnd = per_flow("cwnd", "cwnd and ssthresh", "tcp_info", "cwnd_pkts", "cwnd (packets)")
-    for flow in flows:
-        data = series.get(f"flow-{_index(flow)}.tcp_info") or {}
-        points = _points(data.get("t_s") or [], data.get("ssthresh_pkts") or [])
-        if points:
-            cwnd.traces.append(Trace(f"{flow_label(flow)} ssthresh", *points, style="dashed"))
-    figures.append(cwnd)
-    # The sender's smoothed RTT samples (the series behind rtt_mean_s), in the unit RTTs show in.
-    rtt_unit, rtt_factor = display_unit(SECOND)
-    rtt_label = f"smoothed RTT ({rtt_unit})"
-    figures.append(per_flow("rtt", "smoothed RTT", "tcp_info", "srtt_s", rtt_label, rtt_factor))
-
-    scatter = FigureData("rtt_vs_cwnd", "RTT against cwnd", "cwnd (packets)", rtt_label)
-    for flow in flows:
-        data = series.get(f"flow-{_index(flow)}.tcp_info") or {}
-        points = _points(data.get("cwnd_pkts") or [], data.get("srtt_s") or [], rtt_factor)
-        if points:
-            scatter.traces.append(Trace(flow_label(flow), *points, style="markers"))
-    figures.append(scatter)
-
-    queue = series.get("queue") or {}
-    queue_figure = FigureData("queue", "bottleneck queue", "time (s)", "queue (packets)")
-    t, q = queue.get("t_s") or [], queue.get("qlen_pkts") or []
-    if t:
-        queue_figure.traces.append(Trace("queue", t, q, style="step"))
-        drops = queue.get("drops") or []
-        marks = [t[k] for k in range(1, len(drops)) if drops[k] > drops[k - 1]]
-        if marks:
-            top = max(q) if q else 1
-            queue_figure.traces.append(Trace("drops", marks, [top * 1.05] * len(marks), "markers"))
-    figures.append(queue_figure)
-
-    fairness = series.get("fairness") or {}
-    jain = METRICS["jain_index"]
-    points = _points(fairness.get("t_s") or [], fairness.get(jain.name) or [])
-    figures.append(
-        FigureData(
-            "fairness",
-            f"{jain.label} per interval",
-            "time (s)",
-            heading(jain),
-            [Trace(jain.label, *points)] if points else [],
-            legend=False,
-        )
-    )
-
-    # Controller state: BPF controllers (issue 4) and userspace agents write `flow-{i}.cc_state`,
-    # one column per variable of the algorithm; built-in kernel controllers expose only tcp_info.
-    # One figure per variable, a trace per flow that has it (scales differ between variables).
-    states = {_index(f): series.get(f"flow-{_index(f)}.cc_state") or {} for f in flows}
-    for column in sorted({c for data in states.values() for c in data} - _STATE_EXCLUDED):
-        figure = FigureData(f"state_{column}", f"controller state: {column}", "time (s)", column)
-        for flow in flows:
-            data = states[_index(flow)]
-            points = _points(data.get("t_s") or [], data.get(column) or [])
-            if points:
-                figure.traces.append(Trace(flow_label(flow), *points, style="step"))
-        figures.append(figure)
-    return [f for f in figures if f.traces]
 
 
-def comparison_figure_data(comparison: dict[str, Any]) -> FigureData:
-    """GET /v1/experiments/{id}/compare: median with SIQR error bars, a series per `by` value,
-    in the metric's own (SI) unit."""
-    name = comparison["metric"]
-    metric = METRICS.get(name)
-    label = metric.label if metric else name
-    unit = f" ({metric.unit})" if metric and metric.unit != DIMENSIONLESS else ""
-    figure = FigureData(
-        "compare",
-        f"{label} against {comparison['x']}",
-        comparison["x"],
-        f"{label}{unit}, median ± SIQR",
-        categorical_x=True,
-        legend=bool(comparison.get("by")),
-    )
-    for series in comparison["series"]:
-        points = [p for p in series["points"] if p["median"] is not None]
-        figure.traces.append(
-            Trace(
-                f"{comparison['by']} = {series['by']}" if comparison.get("by") else "all runs",
-                [str(p["x"]) for p in points],
-                [p["median"] for p in points],
-                style="errorbars",
-                error=[p["siqr"] or 0 for p in points],
-            )
-        )
-    return figure
+def colour_of(trace: Trace) -> str:
+    """A trace's colour in both backends: its series' palette colour; black for the aggregate
+    and for a series of the bottleneck itself (the queue); grey for references."""
+    if trace.style == "reference":
+        return REFERENCE_COLOUR
+    if trace.style == "events":
+        return EVENT_COLOUR
+    if trace.style == "aggregate" or trace.colour is None:
+        return AGGREGATE_COLOUR
+    return PALETTE[trace.colour % len(PALETTE)]
 
 
-def cross_comparison_figure_data(comparison: dict[str, Any]) -> FigureData:
-    """GET /v1/compare (across experiments): as `comparison_figure_data`, with the points and
-    series named by their labels (values with units, experiments by name and short id)."""
-    return comparison_figure_data(
-        {
-            "metric": comparison["metric"],
-            "x": comparison["x"],
-            "by": comparison.get("by"),
-            "series": [
-                {"by": s["label"],
-                 "points": [{**p, "x": p["label"]} for p in s["points"]]}
-                for s in comparison["series"]
-            ],
-        }
-    )  # fmt: skip
+def marker_of(trace: Trace) -> str:
+    """A series' marker (matplotlib's name), for prints in grey."""
+    return "x" if trace.style == "events" else MARKERS[(trace.colour or 0) % len(MARKERS)]
+
+
+def dense(trace: Trace) -> bool:
+    """A scatter of many points (samples) is drawn with small markers; one of runs with large."""
+    return len(trace.x) > 100
+
+
+# The y axis of every CDF.
+CDF = Axis("CDF", range=(0.0, 1.0))
+
+
+def scaled(quantity: Quantity, values: Sequence[float | None]) -> tuple[str, float]:
+    """(axis label, factor) for values of `quantity`: the label with the SI prefix that shows
+    the largest of them between 1 and 1000, "goodput (Mbit/s)"."""
+    present = [abs(v) for v in values if v is not None]
+    unit, factor = scaled_unit(quantity.unit, max(present) if present else None)
+    return heading(quantity, unit), factor
+
+
+def times(values: Sequence[float | None], factor: float) -> list[float | None]:
+    return [None if v is None else v * factor for v in values]
+
+
+def cdf(values: Sequence[float | None]) -> tuple[list[float], list[float]]:
+    """The empirical CDF as steps: sorted values and the fraction of values at or below each."""
+    ordered = sorted(v for v in values if v is not None)
+    n = len(ordered)
+    return ordered, [(k + 1) / n for k in range(n)]
+
+
+def log_scale(values: Sequence[float]) -> bool:
+    """Whether a numeric axis reads better in log scale: its values are positive, span at least
+    a decade and are closer to evenly spaced in log than in linear terms (0.25, 1, 4 BDP; 5 to
+    200 packets), not (1, 2, ..., 10 flows)."""
+    points = sorted(set(values))
+    if len(points) < 2 or points[0] <= 0 or points[-1] / points[0] < 10:
+        return False
+
+    def unevenness(xs: list[float]) -> float:
+        gaps = [b - a for a, b in zip(xs, xs[1:], strict=False)]
+        mean = sum(gaps) / len(gaps)
+        return math.sqrt(sum((g - mean) ** 2 for g in gaps) / len(gaps)) / mean
+
+    return unevenness([math.log(p) for p in points]) <= unevenness(points)

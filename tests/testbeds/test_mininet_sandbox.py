@@ -184,6 +184,107 @@ def test_per_flow_access_delays_give_each_flow_its_rtt(tmp_path: Path) -> None:
     assert HostState.capture().leftovers_since(before) == []
 
 
+def test_send_jitter_holds_each_senders_packets_not_its_acks(tmp_path: Path) -> None:
+    """Seed 004 section III-A's random delay before each packet is sent, for a kernel TCP
+    flow (uniform, with an access delay) and a userspace flow (exponential): every packet of
+    the sender is held for a fresh draw, never reordered; the ACKs only get the access
+    delay."""
+    before = HostState.capture()
+    spec = ExperimentSpec.model_validate(
+        {
+            "name": "send-jitter",
+            "topology": {
+                "kind": "dumbbell",
+                "bottleneck": {"rate": "10Mbit", "delay": "20ms", "buffer": "1bdp"},
+            },
+            "flows": [
+                {"algorithm": "reno", "access_delay": "5ms",
+                 "send_jitter": {"distribution": "uniform", "max": "4ms"}},
+                {"algorithm": "reno", "agent": "userspace",
+                 "traffic": {"model": "cbr", "rate": "1Mbit"},
+                 "send_jitter": {"distribution": "exponential", "mean": "1ms"}},
+            ],
+            "duration": "5s",
+            "measurement": {"skip_start": "1s"},
+            "seed": 3,
+        }
+    )  # fmt: skip
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    analysis = analyze_run(tmp_path, spec)
+    checks = {c.name: c for c in analysis.summary.checks}
+    assert all(c.ok for c in checks.values()), checks
+    assert "flow 0: uniform jitter of mean 2 ms" in checks["send_jitter"].detail
+
+    def held_us(flow: int, delay_us: int) -> np.ndarray:
+        """How long the access link held each of the flow's data packets beyond its delay."""
+        header, log = read_packet_log(tmp_path / f"link-access-{flow}-data.bin")
+        assert header["delay_us"] == delay_us
+        data = np.asarray(log)
+        data = data[(data["len"] > 1000) & (data["fate"] == 0)]
+        assert len(data) > 300
+        releases = data["release_us"].astype(np.int64)
+        assert np.all(np.diff(data["due_us"].astype(np.int64)) >= 0)  # never reordered
+        assert np.all(releases >= data["due_us"])
+        return (data["due_us"].astype(np.int64) - data["arrival_us"] - delay_us).astype(float)
+
+    # Uniform in [0, 4 ms]: a packet held back for the one before it waits at most the same.
+    uniform = held_us(0, 5000)
+    assert uniform.min() >= 0 and uniform.max() <= 4000
+    assert 1800 < uniform.mean() < 4000 and np.percentile(uniform, 10) < 1000
+    # Exponential, 1 ms mean: the CBR flow's packets are 11.6 ms apart, so none waits for the
+    # one before it and the held times are the draws (P(X > 3 ms) = e^-3 = 5%).
+    exponential = held_us(1, 0)
+    assert exponential.mean() == pytest.approx(1000, rel=0.2)
+    assert 0.01 < np.mean(exponential > 3000) < 0.1
+    # The ACKs towards flow 0's sender get its access delay only; flow 1 has no ACK line.
+    ack = json.loads((tmp_path / "link-access-0-ack.json").read_text())["config"]
+    assert (ack["delay_us"], ack["jitter_us"]) == (5000, 0)
+    assert not (tmp_path / "link-access-1-ack.json").exists()
+    # Flow 0's minimum RTT is its base RTT: the smallest draws are near 0.
+    assert analysis.flows[0].rtt_min_s == pytest.approx(0.050, rel=0.05)
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    assert "--arrival-time read" in provenance["links"]["link 0"]["forward"]
+    # Every emulator runs as a real-time task; the timing check says how it was scheduled.
+    for name, counters in provenance["emulator_counters"].items():
+        assert counters["scheduling"] == {"policy": "fifo", "priority": 10}, name
+    assert "scheduled fifo 10; its sleeps ended" in checks["emulator_timing"].detail
+    commands = [c["cmd"] for c in provenance["commands"]]
+    assert sum("mangle -A PREROUTING -i r1-s" in c for c in commands) == 2
+    assert sum("mangle -A POSTROUTING -o r1-s" in c for c in commands) == 1
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def test_initial_window_for_kernel_and_userspace_flows(tmp_path: Path) -> None:
+    """Both runtimes start at the spec's initial window: Linux's 10 by default, 3 when asked
+    (kernel flows through their sender's route, userspace flows through their agent)."""
+    before = HostState.capture()
+    spec = spec_with(
+        **{
+            "duration": "2s",
+            "measurement": {},
+            "flows": [
+                {"algorithm": "reno"},
+                {"algorithm": "reno", "initial_window": 3},
+                {"algorithm": "reno", "agent": "userspace"},
+                {"algorithm": "bfa", "agent": "userspace", "initial_window": 3},
+            ],
+        }
+    )
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    first_cwnd = []
+    for i in range(4):
+        samples = [json.loads(line) for line in (tmp_path / f"flow-{i}.send.jsonl").open()]
+        first_cwnd.append(next(s["cwnd_pkts"] for s in samples if s.get("cwnd_pkts")))
+    # The first sample comes 10 ms into the flow, before any ACK of a 40 ms RTT.
+    assert first_cwnd == [10, 3, 10, 3]
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    commands = [c["cmd"] for c in provenance["commands"]]
+    assert any("route change default via 10.1.2.254 initcwnd 3" in c for c in commands)
+    assert HostState.capture().leftovers_since(before) == []
+
+
 def test_reverse_path_flow_shares_the_reverse_queue(tmp_path: Path) -> None:
     before = HostState.capture()
     spec = spec_with(**{"flows.1.direction": "reverse"})

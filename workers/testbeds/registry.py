@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ccbench.db.runs import active_run_ids
+from ccbench.db.runs import active_attempts
 from ccbench.db.session import session_scope
 from ccbench.hosts import HostAccess
 from ccbench.settings import Settings
 from workers import bpf
+from workers.bpf_ledger import default_ledger
 from workers.testbeds.base import Testbed
 from workers.testbeds.hosts.backend import HostsTestbed, load_hosts
 from workers.testbeds.mininet.runner import MininetTestbed
@@ -33,13 +34,17 @@ class TestbedContext:
 
 
 def active_runs() -> list[str]:
+    """The attempts being executed now, as bpf.attempt_key names them."""
     with session_scope() as session:
-        return active_run_ids(session)
+        return [bpf.attempt_key(run_id, attempt) for run_id, attempt in active_attempts(session)]
 
 
 def sweep_orphan_controllers() -> list[str]:
-    """Unregister ccbench BPF controllers whose run is no longer active (a killed worker's)."""
-    return bpf.sweep(active_runs())
+    """Unregister this installation's BPF controllers whose run attempt is no longer active
+    (a killed worker's); pending ones are checked again by the next sweep."""
+    if not default_ledger().names():
+        return []  # nothing of ours: no bpftool, no query
+    return bpf.sweep(active_runs)
 
 
 def _mininet(context: TestbedContext) -> Testbed:

@@ -38,6 +38,9 @@ pub struct USendArgs {
     /// Timer granularity of the RTO (500 for seed 000's coarse timer).
     #[arg(long, default_value_t = millis(defaults::RTO_GRANULARITY))]
     pub rto_granularity_ms: f64,
+    /// Packets the controller's window starts with (10 as Linux; the seeds' simulations: 1).
+    #[arg(long, default_value_t = defaults::INITIAL_WINDOW)]
+    pub initial_window: u32,
     /// One log line per ACK.
     #[arg(long)]
     pub per_ack: bool,
@@ -318,7 +321,8 @@ fn handshake(socket: &mut Socket, flow: u32, hello: &Value) -> Result<Duration, 
     ))
 }
 
-/// The transport's configuration from `--mss`, `--min-rto-ms`, `--rto-granularity-ms`.
+/// The transport's configuration from `--mss`, `--min-rto-ms`, `--rto-granularity-ms`,
+/// `--initial-window`.
 fn sender_config(args: &USendArgs) -> Result<SenderConfig, AgentError> {
     if args.mss == 0 || args.mss as usize > wire::MAX_PAYLOAD {
         return Err(AgentError::usage(format!(
@@ -327,10 +331,16 @@ fn sender_config(args: &USendArgs) -> Result<SenderConfig, AgentError> {
             args.mss
         )));
     }
+    if args.initial_window == 0 {
+        return Err(AgentError::usage(
+            "--initial-window must be at least 1 packet",
+        ));
+    }
     Ok(SenderConfig {
         mss: args.mss,
         min_rto: ms_flag("--min-rto-ms", args.min_rto_ms)?,
         rto_granularity: ms_flag("--rto-granularity-ms", args.rto_granularity_ms)?,
+        initial_window: args.initial_window,
     })
 }
 

@@ -105,6 +105,10 @@ impl Controller for Bfa {
         Recovery::Reno
     }
 
+    fn set_initial_window(&mut self, packets: f64) {
+        self.window.set_initial(packets);
+    }
+
     fn on_sent(&mut self, sent: &Sent) {
         self.samples.on_sent(sent);
     }

@@ -138,6 +138,10 @@ pub trait Controller: Send {
     /// The algorithm id (the same everywhere: schema, BPF file, report legend).
     fn id(&self) -> &'static str;
     fn recovery(&self) -> Recovery;
+    /// The window the flow starts with, in packets (the transport's `initial_window`, called
+    /// once before the first packet): window-based controllers start their cwnd there
+    /// (`window::INITIAL_CWND` until told), rate-based ones ignore it.
+    fn set_initial_window(&mut self, _packets: f64) {}
     fn on_sent(&mut self, _sent: &Sent) {}
     fn on_ack(&mut self, ack: &Ack);
     /// Once per congestion event (see the crate docs).

@@ -51,6 +51,10 @@ impl Controller for StandardTcp {
         self.recovery
     }
 
+    fn set_initial_window(&mut self, packets: f64) {
+        self.window.set_initial(packets);
+    }
+
     fn on_ack(&mut self, ack: &Ack) {
         if !ack.in_recovery {
             self.window.reno_grow(acked_packets(ack));

@@ -37,4 +37,21 @@ mod tests {
             assert_eq!(controller.state_names(), bpf, "{id}");
         }
     }
+
+    #[test]
+    fn window_based_controllers_start_at_the_initial_window_they_are_given() {
+        for &id in crate::ALGORITHMS {
+            let mut controller = crate::new_controller(id, &config(&[])).unwrap();
+            if id == "tfrc" {
+                // Rate-based: no window to start.
+                controller.set_initial_window(10.0);
+                assert_eq!(controller.cwnd(), f64::INFINITY, "{id}");
+                continue;
+            }
+            assert_eq!(controller.cwnd(), crate::window::INITIAL_CWND, "{id}");
+            controller.set_initial_window(10.0);
+            assert_eq!(controller.cwnd(), 10.0, "{id}");
+            assert_eq!(controller.ssthresh(), f64::INFINITY, "{id}");
+        }
+    }
 }

@@ -120,6 +120,10 @@ impl Controller for Vegas {
         Recovery::Reno
     }
 
+    fn set_initial_window(&mut self, packets: f64) {
+        self.window.set_initial(packets);
+    }
+
     fn on_sent(&mut self, sent: &Sent) {
         self.rounds.on_sent(sent);
     }

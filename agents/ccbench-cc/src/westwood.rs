@@ -41,6 +41,10 @@ impl Controller for Westwood {
         Recovery::NewReno
     }
 
+    fn set_initial_window(&mut self, packets: f64) {
+        self.core.set_initial_window(packets);
+    }
+
     fn on_ack(&mut self, ack: &Ack) {
         self.core.on_ack(ack);
     }

@@ -171,6 +171,10 @@ impl WestwoodCore {
         self.window.cwnd
     }
 
+    pub fn set_initial_window(&mut self, packets: f64) {
+        self.window.set_initial(packets);
+    }
+
     pub fn ssthresh(&self) -> f64 {
         self.window.ssthresh
     }

@@ -7,7 +7,9 @@
 
 use crate::{Ack, Sent};
 
-/// Window at the start of a flow (and what the seeds' simulations use).
+/// Window at the start of a flow unless the transport sets another
+/// (`Controller::set_initial_window`): what the seeds' simulations use. The userspace
+/// transport starts its flows at the spec's `initial_window` (10, Linux's, by default).
 pub const INITIAL_CWND: f64 = 1.0;
 /// A multiplicative decrease never leaves fewer packets than this (RFC 5681 eq. 4).
 pub const MIN_CWND_AFTER_DECREASE: f64 = 2.0;
@@ -32,6 +34,11 @@ impl Window {
             cwnd: INITIAL_CWND,
             ssthresh: f64::INFINITY,
         }
+    }
+
+    /// Start from `packets` instead (before the first packet; ssthresh stays infinite).
+    pub fn set_initial(&mut self, packets: f64) {
+        self.cwnd = packets;
     }
 
     pub fn in_slow_start(&self) -> bool {

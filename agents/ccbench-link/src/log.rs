@@ -1,20 +1,23 @@
 //! The per-packet log: a header (magic, then the link's configuration as JSON) followed by
-//! fixed 48-byte little-endian records, one per packet, so that a reader can map or stream it
+//! fixed 56-byte little-endian records, one per packet, so that a reader can map or stream it
 //! column by column (ccbench/analysis/packetlog.py).
 //!
 //! Dropped packets are written on arrival, forwarded ones when released (so `release_us` is the
-//! actual verdict time and lateness = release - departure - delay is in the log).
+//! actual verdict time and lateness = release - due is in the log, whatever jitter was drawn).
 //!
 //! record: arrival_us u64, departure_us u64 (the model's end of transmission), release_us u64
 //!         (actual NF_ACCEPT time) (Unix µs; 0 when dropped),
 //!         qlen_bytes u32, qlen_pkts u32 (seen on arrival), src u32, dst u32 (IPv4, network
 //!         order as read), sport u16, dport u16, len u16, proto u8, fate u8 (0 forwarded,
-//!         1 dropped: buffer full, 2 dropped: RED, 3 dropped: random loss)
+//!         1 dropped: buffer full, 2 dropped: RED, 3 dropped: random loss),
+//!         due_us u64 (the model's release time: departure + delay + jitter, never before the
+//!         previous packet's; Unix µs, 0 when dropped).
+//! Version 1 (magic CCBLINK1) had the first 48 bytes only.
 
 use std::io::Write;
 
-pub const MAGIC: &[u8; 8] = b"CCBLINK1";
-pub const RECORD_BYTES: usize = 48;
+pub const MAGIC: &[u8; 8] = b"CCBLINK2";
+pub const RECORD_BYTES: usize = 56;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FiveTuple {
@@ -55,6 +58,7 @@ pub struct Record {
     pub flow: FiveTuple,
     pub len: u16,
     pub fate: u8,
+    pub due_us: u64,
 }
 
 impl Record {
@@ -72,6 +76,7 @@ impl Record {
         b[44..46].copy_from_slice(&self.len.to_le_bytes());
         b[46] = self.flow.proto;
         b[47] = self.fate;
+        b[48..56].copy_from_slice(&self.due_us.to_le_bytes());
         b
     }
 }
@@ -106,7 +111,7 @@ mod tests {
     }
 
     #[test]
-    fn records_are_48_bytes_little_endian() {
+    fn records_are_56_bytes_little_endian() {
         let r = Record {
             arrival_us: 1,
             departure_us: 2,
@@ -122,9 +127,11 @@ mod tests {
             },
             len: 1500,
             fate: 1,
+            due_us: 11,
         };
         let b = r.encode();
-        assert_eq!(b.len(), 48);
+        assert_eq!(b.len(), 56);
+        assert_eq!(u64::from_le_bytes(b[48..56].try_into().unwrap()), 11);
         assert_eq!(b[0], 1);
         assert_eq!(&b[32..36], &[1, 2, 3, 4]);
         assert_eq!(u16::from_le_bytes([b[44], b[45]]), 1500);

@@ -14,7 +14,7 @@ mod nfqueue;
 
 use ccbench_common::{exit_with, install_stop_handler, stop_requested, unix_now, AgentError};
 use clap::{Parser, Subcommand, ValueEnum};
-use model::{Aqm, Buffer, Fate, Link, LinkConfig, Rate, RedParams};
+use model::{Aqm, Buffer, Fate, Jitter, Link, LinkConfig, Rate, RedParams};
 use nfqueue::{NfQueue, Packet, NF_ACCEPT, NF_DROP};
 use serde_json::json;
 use std::collections::VecDeque;
@@ -34,6 +34,15 @@ struct Cli {
 enum AqmKind {
     Droptail,
     Red,
+}
+
+/// The distribution of the per-packet jitter; `--jitter-us` is its scale.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JitterDist {
+    /// Uniform in [0, jitter].
+    Uniform,
+    /// Exponential with mean jitter.
+    Exponential,
 }
 
 /// Where a packet's arrival time comes from.
@@ -68,9 +77,12 @@ struct RunArgs {
     trace: Option<PathBuf>,
     #[arg(long, default_value_t = 0)]
     delay_us: u64,
-    /// Uniform extra delay in [0, jitter], never reordering packets.
+    /// Random extra delay per packet, never reordering packets: the largest (uniform) or the
+    /// mean (exponential) in µs.
     #[arg(long, default_value_t = 0)]
     jitter_us: u64,
+    #[arg(long, value_enum, default_value_t = JitterDist::Uniform)]
+    jitter_dist: JitterDist,
     #[arg(long, conflicts_with = "buffer_bytes")]
     buffer_pkts: Option<u32>,
     #[arg(long)]
@@ -98,7 +110,15 @@ struct RunArgs {
     stats_out: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = ArrivalTime::Kernel)]
     arrival_time: ArrivalTime,
+    /// Real-time priority (SCHED_FIFO, 1-99) of the emulator; 0: the normal scheduler. Measured
+    /// on a 2-CPU VM 35-75% busy: normal scheduling left packets 1.4-3.4 ms late at p99, as a
+    /// woken emulator waited for a CPU; SCHED_FIFO 0.1-0.25 ms (docs/contracts.md).
+    #[arg(long, default_value_t = DEFAULT_RT_PRIORITY, value_parser = clap::value_parser!(u8).range(0..=99))]
+    rt_priority: u8,
 }
+
+/// Above normal tasks, below the kernel's own real-time threads (priority 50 and up).
+const DEFAULT_RT_PRIORITY: u8 = 10;
 
 /// With arrivals timed on reading: below this many µs to the next release the loop spins
 /// instead of sleeping.
@@ -107,22 +127,74 @@ const SPIN_US: u64 = 20;
 /// their timestamps meanwhile; drop verdicts wait at most this long).
 const MAX_BLIND_US: u64 = 2000;
 
-/// Release lateness (actual verdict time - release time), µs.
-#[derive(Default)]
-struct Lateness(Vec<u32>);
+/// Timing errors in whole µs, in bounded memory however long the run (one count per µs up to
+/// 100 ms, larger ones in the last bin): release lateness, wake-up lateness, scheduling delay.
+struct Histogram {
+    counts: Vec<u64>,
+    total: u64,
+}
 
-impl Lateness {
-    fn record(&mut self, late: Duration) {
-        self.0.push(late.as_micros().min(u32::MAX as u128) as u32);
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: vec![0; HISTOGRAM_US + 1],
+            total: 0,
+        }
     }
-    fn percentile(&mut self, p: f64) -> Option<u32> {
-        if self.0.is_empty() {
+}
+
+/// The histograms' last bin: 100 ms and more.
+const HISTOGRAM_US: usize = 100_000;
+
+impl Histogram {
+    fn record_us(&mut self, us: u64) {
+        self.counts[(us as usize).min(HISTOGRAM_US)] += 1;
+        self.total += 1;
+    }
+
+    /// The p-th percentile with linear interpolation between closest ranks, as the analysis
+    /// computes every percentile (ccbench/analysis/metrics.py: percentile_ranks).
+    fn percentile(&self, p: f64) -> Option<f64> {
+        if self.total == 0 {
             return None;
         }
-        self.0.sort_unstable();
-        let rank = ((self.0.len() - 1) as f64 * p / 100.0).round() as usize;
-        Some(self.0[rank])
+        let h = (self.total - 1) as f64 * p / 100.0;
+        let lo = h.floor() as u64;
+        let hi = (lo + 1).min(self.total - 1);
+        let (lo_v, hi_v) = (self.value_at(lo), self.value_at(hi));
+        Some(lo_v as f64 + (h - lo as f64) * (hi_v - lo_v) as f64)
     }
+
+    /// The value of 0-based rank `rank` in order.
+    fn value_at(&self, rank: u64) -> usize {
+        let mut seen = 0;
+        for (us, &n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen > rank {
+                return us;
+            }
+        }
+        HISTOGRAM_US
+    }
+
+    fn summary(&self, prefix: &str) -> serde_json::Map<String, serde_json::Value> {
+        let mut out = serde_json::Map::new();
+        for (name, p) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
+            out.insert(format!("{prefix}_{name}"), json!(self.percentile(p)));
+        }
+        out
+    }
+}
+
+/// How punctually the emulator kept its schedule, and why not: release lateness (verdict time -
+/// release time) per packet; per timed sleep before a release, how late it woke
+/// (wake-up lateness: timer slack, timer interrupt, scheduling) and how much of that it spent
+/// runnable but waiting for a CPU (the scheduler's delay, from /proc/thread-self/schedstat).
+#[derive(Default)]
+struct Timing {
+    late: Histogram,
+    wake_late: Histogram,
+    run_delay: Histogram,
 }
 
 #[derive(Default)]
@@ -155,7 +227,7 @@ struct Emulator {
     kernel_stamped: u64,
     log: Option<BufWriter<File>>,
     counters: Counters,
-    lateness: Lateness,
+    timing: Timing,
 }
 
 impl Emulator {
@@ -214,6 +286,11 @@ impl Emulator {
             flow,
             len,
             fate: outcome.fate.code(),
+            due_us: if forwarded {
+                self.started_unix_us + outcome.release_us
+            } else {
+                0
+            },
         };
         if forwarded {
             self.held.push_back((outcome.release_us, packet.id, record));
@@ -229,7 +306,7 @@ impl Emulator {
     /// Accept every packet whose release time has come, with one batch verdict: `held` is in
     /// arrival (= kernel id) order and releases never reorder, so the packets due are exactly
     /// the kernel queue's prefix up to the last of them (dropped ones already had their
-    /// verdict). How long until the next release.
+    /// verdict). When the next release is due (µs since `started`).
     fn release_due(&mut self, queue: &mut NfQueue) -> std::io::Result<Option<u64>> {
         let now = self.now_us();
         let mut last_id = None;
@@ -238,13 +315,13 @@ impl Emulator {
                 Some((due, _, _)) if *due <= now => {
                     let (due, id, mut record) = self.held.pop_front().unwrap();
                     last_id = Some(id);
-                    self.lateness.record(Duration::from_micros(now - due));
+                    self.timing.late.record_us(now - due);
                     if let Some(out) = self.log.as_mut() {
                         record.release_us = self.started_unix_us + now;
                         out.write_all(&record.encode())?;
                     }
                 }
-                Some((due, _, _)) => break Some(*due - now),
+                Some((due, _, _)) => break Some(*due),
                 None => break None,
             }
         };
@@ -280,10 +357,15 @@ fn build_config(args: &RunArgs) -> Result<LinkConfig, AgentError> {
             w_q: args.red_w_q,
         }),
     };
+    let jitter = match (args.jitter_us, args.jitter_dist) {
+        (0, _) => Jitter::None,
+        (max_us, JitterDist::Uniform) => Jitter::Uniform { max_us },
+        (mean_us, JitterDist::Exponential) => Jitter::Exponential { mean_us },
+    };
     Ok(LinkConfig {
         rate,
         delay_us: args.delay_us,
-        jitter_us: args.jitter_us,
+        jitter,
         buffer,
         aqm,
         loss: args.loss,
@@ -312,10 +394,49 @@ fn describe(cfg: &LinkConfig, queue_num: u16, started_unix: f64) -> serde_json::
         Aqm::Red(p) => json!({"kind": "red", "min_th": p.min_th, "max_th": p.max_th,
                               "max_p": p.max_p, "w_q": p.w_q}),
     };
+    let (jitter_us, jitter_dist) = match cfg.jitter {
+        Jitter::None => (0, json!(null)),
+        Jitter::Uniform { max_us } => (max_us, json!("uniform")),
+        Jitter::Exponential { mean_us } => (mean_us, json!("exponential")),
+    };
     json!({"queue_num": queue_num, "rate": rate, "delay_us": cfg.delay_us,
-           "jitter_us": cfg.jitter_us, "buffer": buffer, "aqm": aqm, "loss": cfg.loss,
+           "jitter_us": jitter_us, "jitter_dist": jitter_dist, "buffer": buffer, "aqm": aqm,
+           "loss": cfg.loss,
            "seed": cfg.seed, "started_unix": started_unix,
            "record_bytes": log::RECORD_BYTES})
+}
+
+/// Asks for SCHED_FIFO at `priority` (0: keep the normal scheduler). What the emulator runs
+/// with goes into its counters: a host that refuses (no CAP_SYS_NICE, RLIMIT_RTPRIO) still
+/// emulates, and its timing check shows the cost.
+fn schedule(priority: u8) -> serde_json::Value {
+    if priority == 0 {
+        return json!({"policy": "other"});
+    }
+    let param = libc::sched_param {
+        sched_priority: i32::from(priority),
+    };
+    // SAFETY: sched_setscheduler reads the parameter we pass; 0 is this thread's process.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0 {
+        json!({"policy": "fifo", "priority": priority})
+    } else {
+        let error = std::io::Error::last_os_error();
+        json!({"policy": "other", "refused": format!("SCHED_FIFO {priority}: {error}")})
+    }
+}
+
+/// Time this thread spent runnable, waiting for a CPU (ns): /proc/thread-self/schedstat's
+/// second field. None where the kernel does not keep it.
+fn run_delay_ns(schedstat: &File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let n = schedstat.read_at(&mut buf, 0).ok()?;
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 fn run(
@@ -324,6 +445,7 @@ fn run(
     log_path: Option<PathBuf>,
     stats_out: Option<PathBuf>,
     arrival_time: ArrivalTime,
+    rt_priority: u8,
 ) -> Result<(), AgentError> {
     let link = Link::new(cfg.clone()).map_err(AgentError::usage)?;
     let started_unix = unix_now();
@@ -347,6 +469,8 @@ fn run(
     // Wake-ups as close to the requested time as the kernel allows (default slack: 50 µs).
     // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64) };
+    let scheduling = schedule(rt_priority);
+    let schedstat = File::open("/proc/thread-self/schedstat").ok();
     println!("{}", json!({"event": "ready", "queue_num": queue_num}));
     std::io::stdout().flush()?;
 
@@ -361,7 +485,7 @@ fn run(
         kernel_stamped: 0,
         log: log_out,
         counters: Counters::default(),
-        lateness: Lateness::default(),
+        timing: Timing::default(),
     };
     let mut arrived: Vec<Packet> = Vec::with_capacity(1024);
     while !stop_requested() {
@@ -389,16 +513,38 @@ fn run(
         // waking for arrivals (~5 packets per wake-up at 1 Gbit/s instead of one wake-up or
         // busy poll per packet). Otherwise wake on arrivals and spin just before releases.
         let kernel_timed = emu.kernel_stamped == emu.counters.packets;
-        match next_due {
+        // Sleep until the next release is due (measured from now, after the verdicts went out:
+        // sending them runs the forwarding of the accepted packets), recording how late the
+        // sleep ends and how much of that the emulator was runnable but had no CPU.
+        let delay_before = schedstat.as_ref().and_then(run_delay_ns);
+        let now = emu.now_us();
+        let (timed, woken_early) = match next_due.map(|due| due.saturating_sub(now)) {
             Some(us) if kernel_timed => {
-                queue.sleep(Duration::from_micros(us.min(MAX_BLIND_US)));
+                let sleep = us.min(MAX_BLIND_US);
+                queue.sleep(Duration::from_micros(sleep));
+                (Some(sleep), false)
             }
-            Some(us) if us <= SPIN_US => {}
+            Some(us) if us <= SPIN_US => (None, false),
             Some(us) => {
-                queue.wait(Some(Duration::from_micros(us - SPIN_US)))?;
+                let sleep = us - SPIN_US;
+                let arrived = queue.wait(Some(Duration::from_micros(sleep)))?;
+                (Some(sleep), arrived)
             }
             None => {
                 queue.wait(Some(Duration::from_millis(200)))?;
+                (None, false)
+            }
+        };
+        if let (Some(sleep), false) = (timed, woken_early) {
+            let woke = emu.now_us();
+            emu.timing
+                .wake_late
+                .record_us(woke.saturating_sub(now + sleep));
+            let delay_after = schedstat.as_ref().and_then(run_delay_ns);
+            if let (Some(before), Some(after)) = (delay_before, delay_after) {
+                emu.timing
+                    .run_delay
+                    .record_us(after.saturating_sub(before) / 1000);
             }
         }
     }
@@ -423,9 +569,15 @@ fn run(
             "dropped_full": c.dropped_full, "dropped_red": c.dropped_red,
             "dropped_loss": c.dropped_loss, "max_qlen_pkts": c.max_qlen_pkts,
             "overruns": c.overruns, "verdict_errors": verdict_errors,
-            "late_us_p50": emu.lateness.percentile(50.0),
-            "late_us_p99": emu.lateness.percentile(99.0),
-            "late_us_max": emu.lateness.percentile(100.0),
+            "late_us_p50": emu.timing.late.percentile(50.0),
+            "late_us_p99": emu.timing.late.percentile(99.0),
+            "late_us_max": emu.timing.late.percentile(100.0),
+            "scheduling": scheduling,
+            "wakeups": {
+                "count": emu.timing.wake_late.total,
+                "late": emu.timing.wake_late.summary("us"),
+                "run_delay": emu.timing.run_delay.summary("us"),
+            },
             "kernel_stamped": emu.kernel_stamped,
             "cpu_s": cpu.user_s + cpu.system_s,
             "cpu_user_s": cpu.user_s, "cpu_system_s": cpu.system_s,
@@ -474,6 +626,7 @@ fn main() {
             args.log.clone(),
             args.stats_out.clone(),
             args.arrival_time,
+            args.rt_priority,
         )
     });
     if let Err(e) = result {
@@ -563,15 +716,20 @@ mod tests {
     }
 
     #[test]
-    fn lateness_percentiles() {
-        let mut late = Lateness::default();
+    fn timing_percentiles_interpolate_between_ranks() {
+        let mut late = Histogram::default();
         assert_eq!(late.percentile(50.0), None);
         for us in (1..=100).rev() {
-            late.record(Duration::from_micros(us));
+            late.record_us(us);
         }
-        assert_eq!(late.percentile(0.0), Some(1));
-        assert_eq!(late.percentile(50.0), Some(51));
-        assert_eq!(late.percentile(99.0), Some(99));
-        assert_eq!(late.percentile(100.0), Some(100));
+        // 100 values: h = 99 p / 100, between ranks floor(h) and the next (metrics.py's rule).
+        assert_eq!(late.percentile(0.0), Some(1.0));
+        assert_eq!(late.percentile(50.0), Some(50.5));
+        assert_eq!(late.percentile(99.0), Some(99.01));
+        assert_eq!(late.percentile(100.0), Some(100.0));
+        // Bounded memory: anything from 100 ms on shares the last bin.
+        late.record_us(5_000_000);
+        assert_eq!(late.percentile(100.0), Some(HISTOGRAM_US as f64));
+        assert_eq!(late.summary("x")["x_max"], json!(HISTOGRAM_US as f64));
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Per packet, in order: random loss (on arrival), the queue discipline (drop-tail or RED)
 //! against the buffer, serialization at the link rate (constant, or a Mahimahi-style trace of
-//! delivery opportunities), then propagation delay with optional jitter that never reorders.
+//! delivery opportunities), then propagation delay with optional jitter (uniform or
+//! exponential, drawn per packet) that never reorders.
 //!
 //! The queue holds every packet that has arrived and not yet finished transmission, including
 //! the one being transmitted: a buffer of N packets means at most N such packets.
@@ -51,11 +52,25 @@ pub enum Aqm {
     Red(RedParams),
 }
 
+/// A random extra delay drawn for each forwarded packet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Jitter {
+    None,
+    /// Uniform in [0, max_us].
+    Uniform {
+        max_us: u64,
+    },
+    /// Exponential with this mean.
+    Exponential {
+        mean_us: u64,
+    },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkConfig {
     pub rate: Rate,
     pub delay_us: u64,
-    pub jitter_us: u64,
+    pub jitter: Jitter,
     pub buffer: Option<Buffer>,
     pub aqm: Aqm,
     pub loss: f64,
@@ -249,10 +264,13 @@ impl Link {
             self.queue.push_back((departure, len));
             self.queued_bytes += len as u64;
         }
-        let jitter = if self.cfg.jitter_us > 0 {
-            (self.rng.next_f64() * (self.cfg.jitter_us + 1) as f64) as u64
-        } else {
-            0
+        let jitter = match self.cfg.jitter {
+            Jitter::None => 0,
+            Jitter::Uniform { max_us } => (self.rng.next_f64() * (max_us + 1) as f64) as u64,
+            // Inverse transform: -mean ln(1 - u), u in [0, 1), rounded to the nearest µs.
+            Jitter::Exponential { mean_us } => {
+                (-(mean_us as f64) * (1.0 - self.rng.next_f64()).ln()).round() as u64
+            }
         };
         // Jitter never reorders: a packet leaves no earlier than the one before it.
         let release = (departure + self.cfg.delay_us + jitter).max(self.last_release_us);

@@ -6,7 +6,7 @@ fn link(rate: Rate, buffer: Option<Buffer>, aqm: Aqm) -> Link {
     Link::new(LinkConfig {
         rate,
         delay_us: 20_000,
-        jitter_us: 0,
+        jitter: Jitter::None,
         buffer,
         aqm,
         loss: 0.0,
@@ -102,7 +102,7 @@ fn red_drop_probability_follows_its_curve() {
         let mut l = Link::new(LinkConfig {
             rate: Rate::Constant { bps: 1_000_000 },
             delay_us: 0,
-            jitter_us: 0,
+            jitter: Jitter::None,
             buffer: None,
             aqm: Aqm::Red(params),
             loss: 0.0,
@@ -145,7 +145,7 @@ fn random_loss_rate() {
     let mut l = Link::new(LinkConfig {
         rate: Rate::Unlimited,
         delay_us: 1000,
-        jitter_us: 0,
+        jitter: Jitter::None,
         buffer: None,
         aqm: Aqm::DropTail,
         loss: 0.02,
@@ -163,7 +163,7 @@ fn jitter_never_reorders() {
     let mut l = Link::new(LinkConfig {
         rate: MBIT10,
         delay_us: 5000,
-        jitter_us: 3000,
+        jitter: Jitter::Uniform { max_us: 3000 },
         buffer: None,
         aqm: Aqm::DropTail,
         loss: 0.0,
@@ -182,6 +182,49 @@ fn jitter_never_reorders() {
         .iter()
         .enumerate()
         .any(|(i, &r)| r > i as u64 * 100 + 5080 + 1000));
+}
+
+/// Extra delays of packets far enough apart that jitter never has to hold one back.
+fn jitter_draws(jitter: Jitter, n: u64) -> Vec<f64> {
+    let mut l = Link::new(LinkConfig {
+        rate: Rate::Unlimited,
+        delay_us: 1000,
+        jitter,
+        buffer: None,
+        aqm: Aqm::DropTail,
+        loss: 0.0,
+        seed: 3,
+    })
+    .unwrap();
+    (0..n)
+        .map(|i| (l.arrive(i * 1_000_000, 100).release_us - i * 1_000_000 - 1000) as f64)
+        .collect()
+}
+
+#[test]
+fn uniform_jitter_fills_its_range() {
+    let d = jitter_draws(Jitter::Uniform { max_us: 4000 }, 20_000);
+    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    assert!((mean - 2000.0).abs() < 40.0, "mean {mean}");
+    assert!(d.iter().all(|&x| (0.0..=4000.0).contains(&x)));
+    // Each quarter of the range holds about a quarter of the draws.
+    for q in 0..4 {
+        let (lo, hi) = (q as f64 * 1000.0, (q + 1) as f64 * 1000.0);
+        let share = d.iter().filter(|&&x| lo <= x && x < hi).count() as f64 / d.len() as f64;
+        assert!((share - 0.25).abs() < 0.015, "quarter {q}: {share}");
+    }
+}
+
+#[test]
+fn exponential_jitter_has_its_mean_and_tail() {
+    let d = jitter_draws(Jitter::Exponential { mean_us: 1000 }, 20_000);
+    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    assert!((mean - 1000.0).abs() < 30.0, "mean {mean}");
+    // P(X > 3 mean) = e^-3 = 0.0498; the median is mean ln 2 = 693 µs.
+    let tail = d.iter().filter(|&&x| x > 3000.0).count() as f64 / d.len() as f64;
+    assert!((tail - 0.0498).abs() < 0.006, "tail {tail}");
+    let below_median = d.iter().filter(|&&x| x <= 693.0).count() as f64 / d.len() as f64;
+    assert!((below_median - 0.5).abs() < 0.015, "{below_median}");
 }
 
 #[test]
@@ -227,7 +270,7 @@ fn bad_configurations_are_refused() {
     assert!(Link::new(LinkConfig {
         rate: MBIT10,
         delay_us: 0,
-        jitter_us: 0,
+        jitter: Jitter::None,
         buffer: None,
         aqm: red,
         loss: 0.0,

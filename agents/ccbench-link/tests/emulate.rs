@@ -33,26 +33,30 @@ impl Drop for Namespaces {
 struct Rec {
     arrival: u64,
     departure: u64,
+    release: u64,
     qlen_pkts: u32,
     len: u16,
     fate: u8,
+    due: u64,
 }
 
 fn read_log(path: &std::path::Path) -> Vec<Rec> {
     let bytes = std::fs::read(path).unwrap();
-    assert_eq!(&bytes[..8], b"CCBLINK1");
+    assert_eq!(&bytes[..8], b"CCBLINK2");
     let header_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
     let header: serde_json::Value = serde_json::from_slice(&bytes[12..12 + header_len]).unwrap();
     assert_eq!(header["rate"]["bps"], 10_000_000);
     let body = &bytes[12 + header_len..];
-    assert_eq!(body.len() % 48, 0);
-    body.chunks(48)
+    assert_eq!(body.len() % 56, 0);
+    body.chunks(56)
         .map(|r| Rec {
             arrival: u64::from_le_bytes(r[0..8].try_into().unwrap()),
             departure: u64::from_le_bytes(r[8..16].try_into().unwrap()),
+            release: u64::from_le_bytes(r[16..24].try_into().unwrap()),
             qlen_pkts: u32::from_le_bytes(r[28..32].try_into().unwrap()),
             len: u16::from_le_bytes([r[44], r[45]]),
             fate: r[47],
+            due: u64::from_le_bytes(r[48..56].try_into().unwrap()),
         })
         .collect()
 }
@@ -156,6 +160,11 @@ fn rate_and_drop_tail_buffer_are_exact() {
     // Drops happen exactly when 20 packets are in the queue; a forwarded one saw fewer.
     assert!(dropped.iter().all(|r| r.qlen_pkts == 20));
     assert!(forwarded.iter().all(|r| r.qlen_pkts < 20));
+    // Each forwarded packet was due 5 ms after its transmission ended and left no earlier.
+    assert!(forwarded
+        .iter()
+        .all(|r| r.due == r.departure + 5000 && r.release >= r.due));
+    assert!(dropped.iter().all(|r| r.due == 0 && r.release == 0));
     // Departures while backlogged are one transmission time apart: 1500 B at 10 Mbit/s.
     let gaps: Vec<u64> = forwarded
         .windows(2)

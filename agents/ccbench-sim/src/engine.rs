@@ -190,6 +190,7 @@ impl Engine {
             mss: sim.packet_bytes,
             min_rto: sim.rto.min,
             rto_granularity: sim.rto.granularity,
+            initial_window: sim.initial_window,
         };
         let flows = sim
             .flows

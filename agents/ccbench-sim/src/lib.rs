@@ -156,6 +156,7 @@ impl Flow {
 pub struct Sim {
     link: Link,
     packet_bytes: u32,
+    initial_window: u32,
     rto: RtoConfig,
     per_ack_samples: bool,
     measure_from: Duration,
@@ -167,6 +168,8 @@ impl Sim {
         Sim {
             link,
             packet_bytes: 1000,
+            // The seeds' simulations start every flow at one packet.
+            initial_window: 1,
             rto: RtoConfig::default(),
             per_ack_samples: false,
             measure_from: Duration::ZERO,
@@ -178,6 +181,13 @@ impl Sim {
     pub fn packet_bytes(mut self, bytes: u16) -> Sim {
         assert!(bytes > 0, "packet_bytes must be positive");
         self.packet_bytes = bytes.into();
+        self
+    }
+
+    /// Packets every flow's window starts with (default 1, as the seeds' simulations).
+    pub fn initial_window(mut self, packets: u32) -> Sim {
+        assert!(packets > 0, "initial_window must be positive");
+        self.initial_window = packets;
         self
     }
 

@@ -44,6 +44,8 @@ pub struct SenderConfig {
     pub mss: u32,
     pub min_rto: Duration,
     pub rto_granularity: Duration,
+    /// Packets the controller's window starts with (`Controller::set_initial_window`).
+    pub initial_window: u32,
 }
 
 /// The spec's `transport` defaults (`crate::defaults`, generated from schemas/spec.py).
@@ -53,6 +55,7 @@ impl Default for SenderConfig {
             mss: defaults::MSS,
             min_rto: defaults::MIN_RTO,
             rto_granularity: defaults::RTO_GRANULARITY,
+            initial_window: defaults::INITIAL_WINDOW,
         }
     }
 }
@@ -180,7 +183,8 @@ fn us(t: Duration) -> u64 {
 }
 
 impl Sender {
-    pub fn new(config: SenderConfig, cc: Box<dyn Controller>) -> Sender {
+    pub fn new(config: SenderConfig, mut cc: Box<dyn Controller>) -> Sender {
+        cc.set_initial_window(f64::from(config.initial_window));
         let recovery = cc.recovery();
         let rtt = RttEstimator::new(config.min_rto, config.rto_granularity);
         Sender {

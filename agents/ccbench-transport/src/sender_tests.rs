@@ -95,6 +95,7 @@ fn sender(recovery: Recovery, rate: Option<f64>) -> (Sender, Arc<Mutex<CcLog>>) 
         mss: MSS,
         min_rto: Duration::from_millis(200),
         rto_granularity: Duration::from_millis(1),
+        initial_window: 1,
     };
     (Sender::new(config, Box::new(cc)), log)
 }
@@ -350,6 +351,7 @@ fn a_fast_retransmission_behind_a_full_queue_gets_a_whole_rto() {
             mss: MSS,
             min_rto: Duration::from_millis(200),
             rto_granularity: Duration::from_millis(1),
+            initial_window: 1,
         };
         let mut s = Sender::new(config, Box::new(cc));
         let mut r = receiver(true);
@@ -478,6 +480,7 @@ fn a_pacing_rate_that_rises_applies_at_once_and_one_that_falls_keeps_the_slot() 
         mss: MSS,
         min_rto: Duration::from_millis(200),
         rto_granularity: Duration::from_millis(1),
+        initial_window: 1,
     };
     let mut s = Sender::new(config, Box::new(SharedRateCc(Arc::clone(&rate))));
     assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));

@@ -8,9 +8,16 @@
  * retransmit. The seed uses alpha_srv = 1/2, sigma_on = 10 ms, sigma_off = -10 ms.
  *
  * Choices forced by BPF or by Linux, each kept close to the seed's FreeBSD implementation:
- * - One RTT sample per round trip, as BSD timed one segment per window; the smoothed RTT is
- *   ccbench's own Jacobson estimator (gain 1/8) over those samples. Linux updates srtt_us on
- *   every ACK, which would make delta (and srv) shrink with the ACK rate.
+ * - One RTT sample per round trip, as BSD timed one segment per window: the first segment sent
+ *   after the previous sample is timed (BSD's t_rtseq), so the sample comes with the first ACK
+ *   beyond the snd_nxt of the previous sample, as in the userspace twin (ccbench-cc's Rounds).
+ *   Waiting only for snd_una to reach that snd_nxt would time the last segment of the
+ *   previous flight instead, which in slow start is the tail of a burst: with Linux's initial
+ *   window of 10 on a 10-packet BDP the second sample then saw the whole burst queued
+ *   (120 ms against 66 ms) and froze the window at 19 packets where the userspace twin held
+ *   32 (issue 21; docs/runtimes.md). The smoothed RTT is ccbench's own Jacobson estimator
+ *   (gain 1/8) over those samples. Linux updates srtt_us on every ACK, which would make delta
+ *   (and srv) shrink with the ACK rate.
  * - alpha_srv is fixed point over 256 (alpha_srv_x256 = 128 is 1/2); srv is in microseconds and
  *   filtered with an arithmetic shift (no signed division in clang 14).
  */
@@ -28,7 +35,7 @@ const volatile __u32 alpha_srv_x256 = CCB_DEFAULT_ALPHA_SRV_X256;
 CCB_STATE_FIELDS("flag,srv_us,bfa_srtt_us");
 
 struct bfa {
-	__u32 sample_seq;  /* the RTT sample of this round arrives when snd_una passes it */
+	__u32 sample_seq;  /* the segment timed this round starts here: sampled once acked */
 	__u32 srtt_us_x8;  /* own smoothed RTT over per-round samples, x8 */
 	__s64 srv_us;      /* signed RTT variance */
 	__u32 flag;        /* BFA flag: hold cwnd */
@@ -69,7 +76,10 @@ void BPF_PROG(ccb_bfa_pkts_acked, struct sock *sk, const struct ack_sample *samp
 	__s64 delta, alpha = alpha_srv_x256;
 	__u32 rtt;
 
-	if (sample->rtt_us <= 0 || (__s32)(tp->snd_una - ca->sample_seq) < 0)
+	/* The timed segment (the first sent after the previous sample) is acknowledged once
+	 * snd_una has moved beyond its first byte; rtt_us is then its RTT (or, when one ACK covers
+	 * more, the RTT of the newest segment it acknowledges). */
+	if (sample->rtt_us <= 0 || (__s32)(tp->snd_una - ca->sample_seq) <= 0)
 		return;
 	ca->sample_seq = tp->snd_nxt;
 	rtt = sample->rtt_us;

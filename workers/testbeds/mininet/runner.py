@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
-import logging
 import queue
 import signal
 import subprocess
@@ -30,8 +29,6 @@ from workers.testbeds.base import CancelCheck, EventSink, Status, TestbedResult
 
 SANDBOX_SCRIPT = Path(__file__).with_name("sandbox.py")
 PR_SET_PDEATHSIG = 1
-
-log = logging.getLogger(__name__)
 
 
 def _die_with_parent() -> None:
@@ -66,8 +63,9 @@ class MininetTestbed:
     ) -> None:
         self.sandbox_python = sandbox_python
         self.poll_s = poll_s
-        # Run ids still active in the database: BPF controllers of any other run were left by
-        # a killed worker and are removed before this run registers its own.
+        # The attempts still active in the database (bpf.attempt_key): this installation's BPF
+        # controllers of any other attempt were left by a killed worker and are removed before
+        # this run registers its own.
         self.active_runs = active_runs
 
     def run(
@@ -77,14 +75,12 @@ class MininetTestbed:
         unregister them whatever happened."""
         if not plan.controllers:
             return self._sandbox(plan, events, cancel, deadline_s)
-        if self.active_runs is not None:
-            removed = bpf.sweep(self.active_runs())
-            if removed:
-                log.warning("unregistered BPF controllers left by dead runs: %s", removed)
         run_dir = Path(plan.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         try:
-            with bpf.loaded(plan.controllers, run_dir):
+            if self.active_runs is not None:
+                bpf.sweep(self.active_runs)  # what killed workers left (it logs what it removes)
+            with bpf.loaded(plan.controllers, run_dir) as loaded:
                 recorder = TraceRecorder(run_dir / rundir.BPF_TRACE)
                 for controller in plan.controllers:
                     recorder.add(controller.name, run_dir / rundir.bpf_object(controller.name))
@@ -95,11 +91,13 @@ class MininetTestbed:
                     trace = recorder.stop()
         except bpf.BpfError as exc:
             return TestbedResult("error", f"BPF congestion controllers: {exc}", None, 0.0)
-        # The sandbox wrote the provenance; the state trace is the worker's part of it.
+        # The sandbox wrote the provenance; the state trace and how each controller's removal
+        # went (removed, or pending while sockets still hold it) are the worker's part of it.
         provenance = run_dir / rundir.PROVENANCE
         if provenance.exists():
             data = json.loads(provenance.read_text())
             data["bpf_trace"] = trace
+            data["bpf_teardown"] = loaded.teardown
             provenance.write_text(json.dumps(data, indent=2))
         return result
 

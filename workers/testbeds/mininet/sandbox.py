@@ -33,7 +33,7 @@ from ccbench import rundir  # noqa: E402
 from workers.plan import (  # noqa: E402
     FlowPlan,
     Plan,
-    access_delay_args,
+    access_link_args,
     delay_line_args,
     emulator_args,
     qmon_args,
@@ -51,6 +51,13 @@ READY_TIMEOUT_S = 10.0
 # Senders connect first and start sending together this long after they were launched.
 START_MARGIN_S = 0.3
 SENDER_GRACE_S = 15.0
+# Retransmission timeouts in a row after which the kernel drops a socket its application has
+# closed (tcp_orphan_retries; the kernel's 0 means 8, about two minutes). When the sandbox is
+# killed mid-run (its worker died), the senders' sockets are orphaned into a network without
+# its emulator, and each keeps the namespaces and its BPF controller alive (the controller
+# stays pending, workers/bpf.py) until the kernel gives up: 3 ends that after 15 RTOs. An
+# orphan that gets ACKs is not affected (the count restarts), so neither is a run.
+ORPHAN_RETRIES = 3
 
 
 class SandboxError(Exception):
@@ -227,8 +234,25 @@ class Sandbox:
         for router in self.topo.routers:
             self.run(router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         self.size_tcp_buffers()
+        for host in [*self.topo.senders, *self.topo.receivers]:
+            self.run(host, "sysctl", "-qw", f"net.ipv4.tcp_orphan_retries={ORPHAN_RETRIES}")
         for route in self.topo.routes:
             self.run(route.node, "ip", "route", "add", route.destination, "via", route.via)
+        self.initial_windows()
+
+    def initial_windows(self) -> None:
+        """Each kernel flow's initial congestion window: its sender's route's initcwnd (set
+        even at Linux's own 10, so the run's commands show it). Userspace flows get theirs
+        from their agent's flag."""
+        for flow in self.plan.flows:
+            if flow.agent != "kernel":
+                continue
+            host = self.endpoints(flow)[0][0]
+            [via] = [
+                r.via for r in self.topo.routes if r.node == host and r.destination == "default"
+            ]
+            self.run(host, "ip", "route", "change", "default", "via", via,
+                     "initcwnd", str(flow.initial_window))  # fmt: skip
 
     def size_tcp_buffers(self) -> None:
         """Let the end hosts' TCP buffers grow to what the path can hold (plan.py:
@@ -260,8 +284,8 @@ class Sandbox:
             symmetric = any(
                 f.direction == "reverse" and f.entry <= j < f.exit for f in self.plan.flows
             )
-            # Access delay lines run on the routers too (emulator_args: arrival_on_read).
-            delay_lines = any(f.access_delay_s > 0 for f in self.plan.flows)
+            # Access links run on the routers too (emulator_args: arrival_on_read).
+            delay_lines = any(f.access_link for f in self.plan.flows)
             out = str(self.run_dir)
             forward = [
                 binary,
@@ -285,24 +309,30 @@ class Sandbox:
             emulators[f"link {j}"] = {"router": router, "dev": dev,
                                       "forward": " ".join(forward[1:])}  # fmt: skip
         self.provenance["links"] = emulators
-        self.access_delays()
+        self.access_links()
 
-    def access_delays(self) -> None:
-        """Per-flow access delay on the flow's entry router: one delay line per sender's link,
-        holding that flow's data as it enters the router (mangle PREROUTING) and its ACKs as
-        they leave towards the sender (mangle POSTROUTING). Different netfilter hooks from the
-        links' FORWARD rules, so a packet passes both."""
+    def access_links(self) -> None:
+        """Each flow's access link (access delay, send jitter) on the flow's entry router, one
+        ccbench-link per direction: the sender's packets as they enter the router (mangle
+        PREROUTING: delay and jitter) and, with an access delay, what leaves towards the sender
+        (mangle POSTROUTING: delay). Different netfilter hooks from the links' FORWARD rules, so
+        a packet passes both."""
         link = str(self.agents / "ccbench-link")
+        out = str(self.run_dir)
         for flow in self.plan.flows:
-            if flow.access_delay_s <= 0:
+            if not flow.access_link:
                 continue
             i = flow.index + 1
-            queue = 100 + i
             router = self.topo.entry_routers[flow.index]
-            self.start(router, f"ccbench-link access {i}", link,
-                       *access_delay_args(flow, queue, str(self.run_dir)),
-                       ready='"ready"')  # fmt: skip
-            for hook, match in (("PREROUTING", "-i"), ("POSTROUTING", "-o")):
+            directions = [(True, "PREROUTING", "-i")]
+            if flow.access_delay_s > 0:
+                directions.append((False, "POSTROUTING", "-o"))
+            for data, hook, match in directions:
+                queue = 100 + 2 * i + (0 if data else 1)
+                name = f"ccbench-link access {i} {'data' if data else 'ack'}"
+                self.start(router, name, link,
+                           *access_link_args(flow, queue, self.plan.seed, data=data, out_dir=out),
+                           ready='"ready"')  # fmt: skip
                 self.run(router, "iptables", "-w", "-t", "mangle", "-A", hook, match,
                          self.topo.sender_interface(flow.index), "-j", "NFQUEUE",
                          "--queue-num", str(queue))  # fmt: skip
@@ -483,7 +513,7 @@ class Sandbox:
             if proc.returncode not in (0, -signal.SIGTERM):
                 err = proc.stderr.read() if proc.stderr else ""
                 raise SandboxError(f"{name} exited with {proc.returncode}: {err.strip()}")
-        # Counters of every emulator and delay line (link-<j>-data/ack, link-access-<i>,
+        # Counters of every emulator and delay line (link-<j>-data/ack, link-access-<i>-data/ack,
         # delay-data/ack), without the configuration each repeats.
         counters = {}
         stats = [p for pattern in rundir.EMULATOR_STATS_GLOBS for p in self.run_dir.glob(pattern)]
