@@ -10,9 +10,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from api.deps import get_session
+from ccbench.access import Scope
 from ccbench.db.models import ApiToken, Team
 from ccbench.errors import Unauthorized
-from ccbench.teams import Scope, authenticate, require_scope
+from ccbench.teams import authenticate, require_scope
 
 _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer ccb_...`")
 

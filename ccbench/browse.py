@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from ccbench.access import Access
 from ccbench.analysis.metrics import median
 from ccbench.db.models import (
     Campaign,
@@ -36,7 +37,7 @@ from ccbench.db.models import (
 )
 from ccbench.errors import NotFound, ValidationFailed
 from ccbench.runstate import ACTIVE, RunStatus
-from ccbench.sharing import Access, ResourceKind, accesses, only, readable
+from ccbench.sharing import ResourceKind, accesses, only, readable
 from schemas.limits import AXIS_PATH_MAX, FACET_VALUE_MAX
 from schemas.metrics import metrics_of
 from schemas.units import Buffer, parse_buffer, parse_duration, parse_rate, parse_size

@@ -16,6 +16,7 @@ from enum import StrEnum
 from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from ccbench.access import Access
 from ccbench.db.models import Grant, Team
 from ccbench.errors import ValidationFailed
 
@@ -23,14 +24,6 @@ from ccbench.errors import ValidationFailed
 class ResourceKind(StrEnum):
     experiment = "experiment"
     campaign = "campaign"
-
-
-class Access(StrEnum):
-    """How a team reads a resource: its own, shared with it by name, or public."""
-
-    own = "own"
-    shared = "shared"
-    public = "public"
 
 
 @dataclass(frozen=True)

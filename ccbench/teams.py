@@ -9,26 +9,16 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 from datetime import datetime
-from enum import StrEnum
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from ccbench.access import Scope
 from ccbench.db.models import ApiToken, Team, utcnow
 from ccbench.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from schemas.limits import NAME_MAX
 
 TOKEN_PREFIX = "ccb_"
-
-
-class Scope(StrEnum):
-    read = "read"
-    write = "write"
-    admin = "admin"
-
-    def allows(self, needed: "Scope") -> bool:
-        order = list(Scope)
-        return order.index(self) >= order.index(needed)
 
 
 def require_scope(token: ApiToken, needed: Scope) -> None:

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
+from ccbench.access import Scope
 from ccbench.errors import CCBenchError
 from ccbench.settings import get_settings
-from ccbench.teams import Scope
 from cli.client import ClientError
 from cli.render import console
 from cli.tokens import SCOPE_HELP, ExpiresInDays, expiry

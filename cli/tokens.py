@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ccbench.teams import Scope
+from ccbench.access import Scope
 from cli.client import client
 from cli.ids import resolve
 from cli.render import console, short, status_text, table, when

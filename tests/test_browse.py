@@ -19,6 +19,7 @@ from sqlalchemy import select, update
 from api.app import app
 from api.errors import ErrorBody
 from ccbench import teams
+from ccbench.access import Scope
 from ccbench.db.models import ApiToken, Experiment, Run
 from ccbench.db.session import session_scope
 from ccbench.settings import get_settings
@@ -30,14 +31,14 @@ def client() -> TestClient:
     return TestClient(app)
 
 
-def new_team(unique: str, name: str, scope: teams.Scope = teams.Scope.admin) -> tuple[str, str]:
+def new_team(unique: str, name: str, scope: Scope = Scope.admin) -> tuple[str, str]:
     """A fresh team and a token of it with this scope: (team name, token)."""
     with session_scope() as session:
         team = teams.create_team(session, f"{name}-{unique}")
         return team.name, teams.create_token(session, team, "t", scope=scope)
 
 
-def token_of(team_name: str, scope: teams.Scope) -> str:
+def token_of(team_name: str, scope: Scope) -> str:
     with session_scope() as session:
         return teams.create_token(session, teams.get_team_by_name(session, team_name), scope.value,
                                   scope=scope)  # fmt: skip
@@ -74,7 +75,7 @@ def names(page: dict[str, Any]) -> list[str]:
 
 def test_scopes_bound_what_a_token_may_do(client: TestClient, unique: str) -> None:
     team, admin = new_team(unique, "scopes")
-    read, write = token_of(team, teams.Scope.read), token_of(team, teams.Scope.write)
+    read, write = token_of(team, Scope.read), token_of(team, Scope.write)
 
     refused = client.post("/v1/experiments", json=EXAMPLE, headers=auth(read))
     assert refused.status_code == 403, refused.text
@@ -546,7 +547,7 @@ def test_every_new_endpoint_documents_the_errors_it_answers(
     answer is documented for that operation with the API's error body."""
     team_a, admin_a = new_team(unique, "docs-a")
     _, admin_b = new_team(unique, "docs-b")
-    read_a = token_of(team_a, teams.Scope.read)
+    read_a = token_of(team_a, Scope.read)
     own = submit(client, admin_a, EXAMPLE)
     run_id = client.get(f"/v1/experiments/{own}", headers=auth(admin_a)).json()["runs"][0]["id"]
     client.post(f"/v1/experiments/{own}/cancel", headers=auth(admin_a))

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from ccbench import teams
+from ccbench.access import Scope
 from ccbench.db.session import session_scope
 from ccbench.settings import REPO_ROOT
 from tests.processes import Api
@@ -258,7 +259,7 @@ def test_page_forms_follow_the_token_scope_and_ownership(unique: str) -> None:
     with session_scope() as session:
         owner = teams.create_team(session, f"forms-{unique}")
         admin = teams.create_token(session, owner, "admin")
-        reader = teams.create_token(session, owner, "read", scope=teams.Scope.read)
+        reader = teams.create_token(session, owner, "read", scope=Scope.read)
         other = teams.create_team(session, f"forms-other-{unique}")
         other_token = teams.create_token(session, other, "admin")
         other_name = other.name

@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ccbench.sharing import Access
+from ccbench.access import Access
 from schemas.campaign import CampaignState, OccurrenceState
 
 

@@ -19,11 +19,12 @@ from api.campaigns.schemas import (
     OccurrenceOut,
 )
 from ccbench import sharing
+from ccbench.access import Access
 from ccbench.campaigns.firing import remaining
 from ccbench.campaigns.schedule import instants
 from ccbench.db.models import Campaign, CampaignOccurrence, Experiment, Team, utcnow
 from ccbench.errors import Forbidden, NotFound
-from ccbench.sharing import Access, ResourceKind, Shares
+from ccbench.sharing import ResourceKind, Shares
 from schemas.campaign import CampaignState, OccurrenceState, stored_campaign
 
 UPCOMING = 5  # instants shown ahead

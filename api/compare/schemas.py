@@ -4,7 +4,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ccbench.sharing import Access
+from ccbench.access import Access
 
 Scope = Literal["aggregate", "flow"]
 

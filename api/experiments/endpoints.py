@@ -36,11 +36,11 @@ from api.experiments.schemas import (
 from api.runs.repository import series_of_experiment
 from ccbench import browse
 from ccbench import experiments as submissions
+from ccbench.access import Access
 from ccbench.db.models import Experiment, Run
 from ccbench.dispatch import dispatch_quietly
 from ccbench.runstate import ExperimentStatus
 from ccbench.settings import get_settings
-from ccbench.sharing import Access
 from schemas import ExperimentReport, Submission
 from schemas.limits import (
     AXIS_PATH_MAX,

@@ -6,7 +6,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ccbench.sharing import Access
+from ccbench.access import Access
 from schemas.limits import DESCRIPTION_MAX, NAME_MAX, TAGS_MAX
 from schemas.spec import TagText
 

@@ -17,12 +17,13 @@ from api.experiments.schemas import (
     RunSummary,
 )
 from ccbench import browse, sharing
+from ccbench.access import Access
 from ccbench.browse import Listed, listed_counts
 from ccbench.db.models import Experiment, ExperimentPin, ExperimentTag, Run, Team, utcnow
 from ccbench.db.runs import cancel_queued, refresh_experiment_status
 from ccbench.errors import Conflict, Forbidden
 from ccbench.runstate import ExperimentStatus, RunStatus
-from ccbench.sharing import Access, ResourceKind, Shares
+from ccbench.sharing import ResourceKind, Shares
 
 # Failed runs listed per distinct error on an experiment's page and detail.
 FAILURE_RUN_IDS = 5

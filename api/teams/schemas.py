@@ -4,7 +4,7 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from ccbench.teams import Scope
+from ccbench.access import Scope
 from schemas.limits import NAME_MAX
 
 

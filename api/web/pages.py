@@ -48,6 +48,7 @@ from api.runs.endpoints import bundle_response
 from api.runs.repository import series_of_experiment
 from ccbench import browse
 from ccbench import experiments as submissions
+from ccbench.access import Access, Scope
 from ccbench.db.models import ApiToken
 from ccbench.dispatch import dispatch_quietly
 from ccbench.errors import CCBenchError, NotFound, ValidationFailed
@@ -63,8 +64,7 @@ from ccbench.plots.run import BIN_CHOICES, parse_bin, run_figure_data
 from ccbench.plots.web import plotly_figure
 from ccbench.runstate import ExperimentStatus
 from ccbench.settings import get_settings
-from ccbench.sharing import Access
-from ccbench.teams import Scope, authenticate, require_scope
+from ccbench.teams import authenticate, require_scope
 from ccbench.version import CCBENCH_VERSION
 from schemas import Algorithm, AppliedConditions, errors_of
 from schemas.limits import NAME_MAX

@@ -94,7 +94,7 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     # None: the token does not expire. A revoked or expired token is refused at once.
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
-    # What the token may do (ccbench.teams.Scope): read < write < admin.
+    # What the token may do (ccbench.access.Scope): read < write < admin.
     scope: Mapped[str] = mapped_column(String(8))
 
     team: Mapped[Team] = relationship()
