@@ -20,6 +20,7 @@ from api.campaigns.schemas import (
 )
 from ccbench import sharing
 from ccbench.access import Access
+from ccbench.browse import id_starts
 from ccbench.campaigns.firing import remaining
 from ccbench.campaigns.schedule import instants
 from ccbench.db.models import Campaign, CampaignOccurrence, Experiment, Team, utcnow
@@ -68,11 +69,19 @@ def share(session: Session, team: Team, campaign_id: str, *, public: bool,
 
 
 def list_campaigns(
-    session: Session, team: Team, state: CampaignState | None, offset: int, limit: int
+    session: Session,
+    team: Team,
+    state: CampaignState | None,
+    offset: int,
+    limit: int,
+    *,
+    id_prefix: str | None = None,
 ) -> tuple[Sequence[Campaign], int]:
     query: Select[tuple[Campaign]] = select(Campaign).where(_readable(team))
     if state is not None:
         query = query.where(Campaign.state == state.value)
+    if id_prefix:
+        query = query.where(id_starts(Campaign.id, id_prefix))
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     page = session.scalars(
         query.order_by(Campaign.created_at.desc(), Campaign.id).offset(offset).limit(limit)

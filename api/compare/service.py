@@ -33,6 +33,7 @@ from ccbench.analysis.metrics import median, siqr
 from ccbench.browse import Listed
 from ccbench.db.models import Team
 from ccbench.errors import ValidationFailed
+from ccbench.plots.axes import value_text
 from ccbench.runstate import RunStatus
 from schemas.matrix import get_path, unit_of_path
 from schemas.metrics import (
@@ -126,6 +127,8 @@ class _Reader:
             return f"{e.experiment.name} ({browse.short_id(e.experiment.id)})"
         if value is None:
             return "(none)"
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            return value_text(value)  # a `flows` axis: "2 × reno"
         if isinstance(value, list):
             return " / ".join(self.label(v) for v in value)
         if isinstance(value, bool) or not isinstance(value, int | float):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -133,41 +133,64 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _cross_x(
+    comparison: Mapping[str, Any], points: Sequence[Mapping[str, Any]], short: str
+) -> tuple[Axis, Callable[[Mapping[str, Any]], Any]]:
+    """The x axis of a comparison across experiments and each point's x on it. Numbers (spec
+    fields are stored in SI units: `x_unit`) and quantities as matrix axes write them
+    (`0.5bdp`, `25pkt`, lists of flows) lie on a numeric axis; anything else (algorithms,
+    experiments, flows by index) is a category, shown by its label."""
+    path, values = comparison["x"], [p["x"] for p in points]
+    matrix = matrix_axis(path, values, short)
+    unit: str | None = None
+    number: Callable[[Any], float | None] = matrix.number
+    if path != "flow" and values and all(_is_number(v) for v in values):
+        unit, number = comparison.get("x_unit") or DIMENSIONLESS, float
+    elif path != "flow":
+        unit = matrix.unit
+    if unit is None:
+        labels = tuple(dict.fromkeys(str(p["label"]) for p in points))
+        return Axis(matrix.label, "category", categories=labels), lambda p: p["label"]
+    numbers = [number(v) for v in values]
+    label, factor = scaled(Quantity(path, unit, matrix.label, path), numbers)
+    present = sorted({n * factor for n in numbers if n is not None})
+    ticks = tuple(present) if len(present) <= MAX_TICKS else ()
+    axis = Axis(label, "log" if log_scale(present) else "linear", ticks=ticks)
+
+    def x_of(point: Mapping[str, Any]) -> float | None:
+        n = number(point["x"])
+        return None if n is None else n * factor
+
+    return axis, x_of
+
+
 def cross_comparison_figure_data(comparison: Mapping[str, Any], subtitle: str = "") -> FigureData:
     """GET /v1/compare (runs, matrix points and experiments of any teams that shared them) as a
-    figure: the metric's median with SIQR error bars against `x`, a series per value of `by`
-    (per experiment when several are compared). x values that are numbers (spec fields are
-    stored in SI units: the comparison's `x_unit`) lie on a numeric axis with an SI prefix, log
-    where they span decades; any others (algorithms, buffers, experiments, flows) are categories
-    in the order the comparison gives, shown by their labels. Without a `subtitle` it names the
-    compared experiments unless the series already do."""
+    figure: the metric's median with SIQR error bars against `x` (numeric where the values are
+    quantities, as a matrix's figures), a series per value of `by` (per experiment when
+    several are compared). Without a `subtitle` it names the compared experiments unless the
+    series already do."""
     metric = METRICS[comparison["metric"]]
     x_path, by_path = comparison["x"], comparison.get("by")
     shorts = short_names([x_path, by_path] if by_path and by_path != x_path else [x_path])
     points = [p for s in comparison["series"] for p in s["points"]]
-    x_label = matrix_axis(x_path, [p["x"] for p in points], shorts[x_path]).label
-    # Numbers lie on a numeric axis (in their unit, or plain); flows by index are categories.
-    numeric = x_path != "flow" and bool(points) and all(_is_number(p["x"]) for p in points)
-    factor = 1.0
-    if numeric:
-        unit = comparison.get("x_unit") or DIMENSIONLESS
-        label, factor = scaled(Quantity(x_path, unit, x_label, x_path), [p["x"] for p in points])
-        present = sorted({p["x"] * factor for p in points})
-        ticks = tuple(present) if len(present) <= MAX_TICKS else ()
-        axis = Axis(label, "log" if log_scale(present) else "linear", ticks=ticks)
-    else:
-        axis = Axis(
-            x_label, "category", categories=tuple(dict.fromkeys(p["label"] for p in points))
-        )
+    axis, x_of = _cross_x(comparison, points, shorts[x_path])
+    by_axis = (
+        matrix_axis(by_path, [s["by"] for s in comparison["series"]], shorts[by_path])
+        if by_path
+        else None
+    )
     shown = [p for p in points if p["median"] is not None]
     y_label, y_factor = scaled(metric, [p["median"] + (p["siqr"] or 0) for p in shown])
     traces = []
     for k, series in enumerate(comparison["series"]):
         kept = [p for p in series["points"] if p["median"] is not None]
+        # Quantities as a matrix's legends show them ("0.5 BDP"); else the comparison's label.
+        written = by_axis is not None and by_axis.unit is not None and not _is_number(series["by"])
         traces.append(
             Trace(
-                series["label"],
-                [p["x"] * factor for p in kept] if numeric else [p["label"] for p in kept],
+                by_axis.text(series["by"]) if by_axis and written else series["label"],
+                [x_of(p) for p in kept],
                 [p["median"] * y_factor for p in kept],
                 style="errorbars",
                 colour=k,
@@ -175,7 +198,6 @@ def cross_comparison_figure_data(comparison: Mapping[str, Any], subtitle: str = 
                 hover=[f"{p['label']}: n = {p['n']}" for p in kept],
             )
         )
-    by_label = matrix_axis(by_path, [], shorts[by_path]).label if by_path else ""
     if not subtitle and by_path != "experiment":
         subtitle = ", ".join(f"{e['name']} ({e['short_id']})" for e in comparison["experiments"])
     counts = sorted({p["n"] for p in shown})
@@ -184,14 +206,15 @@ def cross_comparison_figure_data(comparison: Mapping[str, Any], subtitle: str = 
     name = f"{metric.name}{'_per_flow' if per_flow else ''}_vs_{shorts[x_path]}" + (
         f"_by_{shorts[by_path]}" if by_path else ""
     )
+    x_label = matrix_axis(x_path, [p["x"] for p in points], shorts[x_path]).label
     return FigureData(
         name,
         f"{'per-flow ' if per_flow else ''}{metric.label} against {x_label}",
         SEPARATOR.join(s for s in (subtitle, f"median ± SIQR, n = {n}") if s),
         axis,
         [Panel(Axis(y_label), traces)],
-        legend=by_path is not None,
-        legend_title=by_label,
+        legend=by_axis is not None,
+        legend_title=by_axis.label if by_axis else "",
     )
 
 
