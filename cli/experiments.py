@@ -498,7 +498,8 @@ def compare(
     what = "each flow's" if per_flow else "each run's"
     out.print(f"{result['metric']} ({what}; median ± SIQR, n values) against {result['x']}")
     for e in result["experiments"]:
-        out.print(f"  {e['short_id']} {e['name']} (team {_team_text(e)}): {e['runs']} runs")
+        runs = f"{e['runs']} run" + ("" if e["runs"] == 1 else "s")
+        out.print(f"  {e['short_id']} {e['name']} (team {_team_text(e)}): {runs}")
     for series in result["series"]:
         if result.get("by"):
             out.print(f"{result['by']} = {series['label']}")

@@ -138,7 +138,7 @@ def test_cli_browses_shares_compares_reruns_and_bundles(
     assert "topology.bottleneck.buffer=1bdp: 0.7 ± 0 (n=1)" in matrix_view
     one_point = ok(b, "compare", "--point", f"{sweep_id[:8]}:0", "--run", api_run_id(single_id)[:8],
                    "--metric", "utilization", "--x", "experiment")  # fmt: skip
-    assert "(n=1)" in one_point and one_point.count(" runs") == 2, one_point
+    assert "(n=1)" in one_point and one_point.count("): 1 run\n") == 2, one_point
     per_flow = run_cli(b, "compare", sweep_id[:8], "--metric", "utilization", "--per-flow",
                        "--x", "flow")  # fmt: skip
     assert per_flow.returncode == 2 and "'utilization' is not a flow metric" in per_flow.stderr
