@@ -169,17 +169,23 @@ def test_browse_compare_share_and_download_in_chromium(api: Api, unique: str) ->
         driver.find_element(By.CSS_SELECTOR, "#cross-form button").click()
         wait_for_figures(driver, 1)
         legend = drawn_traces(driver, "figure-cross")
-        # Series in the order of the selection (the listing's, by name).
-        assert legend == [f"experiment = single-{unique} ({single_id[:8]})",
-                          f"experiment = sweep-{unique} ({sweep_id[:8]})"], legend  # fmt: skip
+        # Series in the order of the selection (the listing's, by name), under the legend's
+        # title; buffers on a numeric axis, as a matrix's figures draw them.
+        assert legend == [f"single-{unique} ({single_id[:8]})",
+                          f"sweep-{unique} ({sweep_id[:8]})"], legend  # fmt: skip
+        titles = driver.execute_script(
+            "const f = document.querySelector('#figure-cross');"
+            "return [f.querySelector('.legendtitletext').textContent,"
+            " f.querySelector('.xtitle').textContent]")  # fmt: skip
+        assert titles == ["experiment", "bottleneck buffer (BDP)"], titles
         points = driver.execute_script(
             "return Array.from(document.querySelectorAll('#figure-cross .scatterlayer .trace'))"
             ".map(t => t.querySelectorAll('.point').length)")  # fmt: skip
         assert points == [1, 2], points  # the single experiment's one buffer, the sweep's two
         table = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#cross-table tbody tr")]
-        assert table == [f"single-{unique} ({single_id[:8]}) 2bdp 0.9 0 1",
-                         f"sweep-{unique} ({sweep_id[:8]}) 0.5bdp 0.6 0 4",
-                         f"sweep-{unique} ({sweep_id[:8]}) 2bdp 0.95 0 4"], table  # fmt: skip
+        assert table == [f"single-{unique} ({single_id[:8]}) 2bdp 0.9 ± 0 1",
+                         f"sweep-{unique} ({sweep_id[:8]}) 0.5bdp 0.6 ± 0 4",
+                         f"sweep-{unique} ({sweep_id[:8]}) 2bdp 0.95 ± 0 4"], table  # fmt: skip
         # Its permalink draws the same comparison again.
         permalink = driver.find_element(By.ID, "permalink").get_attribute("href")
         driver.get(permalink)
