@@ -92,9 +92,9 @@ def test_experiment_pages_show_the_matrix_and_escape_names(
     assert series == {"0.5 BDP": [0.5, 0.5], "1 BDP": [0.9, 0.9]}
     assert {t["type"] for t in box["data"]} == {"box"}
     # Per buffer: the per-flow goodput CDF per scheme (no p95 RTT stored: no scatter).
-    assert [f["name"] for f in per_scheme] == [
-        "goodput_cdf_buffer-0.5BDP",
-        "goodput_cdf_buffer-1BDP",
+    assert [f["name"] for f in per_scheme] == [  # buffers named as the spec writes them
+        "goodput_cdf_buffer-0.5bdp",
+        "goodput_cdf_buffer-1bdp",
     ]
     assert page.text.count('href="/ui/runs/') == 4
 
@@ -266,7 +266,12 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         driver.find_element(By.CSS_SELECTOR, "form[action='/ui/login'] button").click()
         wait_for_url(driver, f"{url}/ui/experiments/{experiment_id}")
 
-        wait_for_figures(driver, 1)
+        # Utilization against the buffer (one series: no legend), its box plots, and per
+        # buffer the throughput-delay plot and the goodput CDF per scheme.
+        wait_for_figures(driver, 6)
+        titles = list(drawn_figures(driver))
+        assert titles[0] == "utilization against bottleneck buffer", titles
+        assert sum(t.startswith("goodput against RTT p95") for t in titles) == 2, titles
         assert drawn_traces(driver, "figure-compare") == []  # one series: no legend
         points = driver.execute_script(
             "return document.querySelectorAll('#figure-compare .scatterlayer .point').length"
@@ -276,20 +281,29 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         assert console_errors(driver) == []
 
         driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
-        # goodput, cwnd, RTT, RTT vs cwnd, queue, Jain's index, then one figure per variable
-        # of Vegas's state trace (diff, base_rtt_us, round_min_rtt_us)
-        wait_for_figures(driver, 9)
-        assert drawn_traces(driver, "figure-1") == ["flow 0 vegas", "flow 1 cubic"]  # goodput
-        assert "flow 1 cubic ssthresh" in drawn_traces(driver, "figure-2")  # cwnd
-        assert drawn_traces(driver, "figure-4") == ["flow 0 vegas", "flow 1 cubic"]  # rtt-cwnd
-        assert drawn_traces(driver, "figure-5")[0] == "queue"
+        # goodput, throughput, cwnd, cwnd above the queue, RTT, RTT vs cwnd, queue, Jain's
+        # index, CDFs of RTT, queueing delay and goodput, then one figure per variable of
+        # Vegas's state trace (diff, base_rtt_us, round_min_rtt_us)
+        wait_for_figures(driver, 14)
         figures = drawn_figures(driver)
+        titles = list(figures)
+
+        def legend(title: str) -> list[str]:
+            return drawn_traces(driver, f"figure-{titles.index(title) + 1}")
+
+        flows = ["flow 0 vegas", "flow 1 cubic"]
+        goodput = next(t for t in titles if t.startswith("goodput per"))
+        assert legend(goodput)[:2] == flows, (goodput, legend(goodput))
+        assert "flow 1 cubic ssthresh" in legend("cwnd and ssthresh")
+        against_cwnd = next(t for t in titles if t.endswith("against cwnd"))
+        assert legend(against_cwnd) == flows
+        assert legend("bottleneck queue")[0] == "queue"
         state = {title: points for title, points in figures.items() if "state" in title}
         assert set(state) == {
             "controller state: diff",
-            "controller state: base_rtt_us",
-            "controller state: round_min_rtt_us",
-        }, state
+            "controller state: base RTT",
+            "controller state: round min RTT",
+        }, titles
         # Vegas traces once per round trip (~100 rounds of 40 ms in 4 s), drawn as steps
         # (175 vertices per figure measured).
         assert all(points > 50 for points in state.values()), state
