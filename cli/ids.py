@@ -12,11 +12,11 @@ from cli.client import ClientError, client
 from cli.render import short, when
 from schemas.limits import ID_LENGTH
 
-Kind = Literal["experiment", "run", "token"]
+Kind = Literal["experiment", "run", "token", "campaign"]
 # Candidates an ambiguous prefix names (the total is given too).
 CANDIDATES_SHOWN = 10
 _HEX = re.compile(r"[0-9a-f]+")
-_LISTING = {"experiment": "/v1/experiments", "run": "/v1/runs"}
+_LISTING = {"experiment": "/v1/experiments", "run": "/v1/runs", "campaign": "/v1/campaigns"}
 
 
 def _describe(kind: Kind, item: dict[str, Any]) -> str:
@@ -27,6 +27,8 @@ def _describe(kind: Kind, item: dict[str, Any]) -> str:
             f"{item['id']}  run {item['order_index'] + 1} of experiment "
             f"{short(item['experiment_id'])}  {item['status']}"
         )
+    if kind == "campaign":
+        return f"{item['id']}  {item['name']}  {item['state']}  created {when(item['created_at'])}"
     return f"{item['id']}  {item['name']}  created {when(item['created_at'])}"
 
 
@@ -64,7 +66,9 @@ def resolve(kind: Kind, given: str) -> str:
     return _unique(kind, prefix, page["items"], page["total"])
 
 
-def completion(kind: Literal["experiment", "run"]) -> Callable[[str], list[tuple[str, str]]]:
+def completion(
+    kind: Literal["experiment", "run", "campaign"],
+) -> Callable[[str], list[tuple[str, str]]]:
     """Shell completion of the ids of `kind` that start with what is typed, each with what it
     is; nothing when the API cannot be asked (completion must never fail loudly)."""
 

@@ -11,7 +11,7 @@ from api.campaigns.schemas import CampaignDetail, CampaignSummary, OccurrenceOut
 from api.deps import DbSession
 from api.errors import AUTHENTICATED, CONFLICT, NOT_FOUND
 from api.experiments.endpoints import CsvResponse
-from api.experiments.schemas import PAGE_MAX, PAGE_SIZE_MAX, Page
+from api.experiments.schemas import ID_PREFIX_HELP, PAGE_MAX, PAGE_SIZE_MAX, Page
 from ccbench.campaigns import manage
 from schemas.campaign import (
     CampaignChanges,
@@ -20,6 +20,7 @@ from schemas.campaign import (
     CampaignState,
     OccurrenceState,
 )
+from schemas.limits import ID_LENGTH
 
 router = APIRouter(prefix="/v1/campaigns", tags=["campaigns"], responses=AUTHENTICATED)
 
@@ -44,10 +45,16 @@ def list_campaigns(
     session: DbSession,
     team: CurrentTeam,
     state: CampaignState | None = None,
+    id_prefix: Annotated[
+        str | None, Query(max_length=ID_LENGTH, description=ID_PREFIX_HELP)
+    ] = None,
     page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
     page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
 ) -> Page[CampaignSummary]:
-    items, total = service.list_campaigns(session, team, state, (page - 1) * page_size, page_size)
+    """The team's campaigns, newest first."""
+    items, total = service.list_campaigns(
+        session, team, state, (page - 1) * page_size, page_size, id_prefix=id_prefix
+    )
     return Page(items=[service.summary(c) for c in items], total=total, page=page,
                 page_size=page_size)  # fmt: skip
 

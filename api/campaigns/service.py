@@ -37,9 +37,16 @@ def get_campaign(session: Session, team: Team, campaign_id: str) -> Campaign:
 
 
 def list_campaigns(
-    session: Session, team: Team, state: CampaignState | None, offset: int, limit: int
+    session: Session,
+    team: Team,
+    state: CampaignState | None,
+    offset: int,
+    limit: int,
+    id_prefix: str | None = None,
 ) -> tuple[Sequence[Campaign], int]:
     query: Select[tuple[Campaign]] = select(Campaign).where(Campaign.team_id == team.id)
+    if id_prefix:
+        query = query.where(Campaign.id.startswith(id_prefix, autoescape=True))
     if state is not None:
         query = query.where(Campaign.state == state.value)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
