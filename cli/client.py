@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import tenacity
+import yaml
 
 from ccbench.settings import Settings, get_settings
 
@@ -164,3 +165,15 @@ def _message(response: httpx.Response) -> str:
 def client() -> Client:
     """A client for the configured API (environment, else the embedded stack's file)."""
     return Client(load_config(get_settings()))
+
+
+def load_document(path: Path) -> Any:
+    """A spec file (YAML, or JSON, which is YAML) as the API takes it."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClientError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ClientError(f"{path} is not valid YAML/JSON: {exc}") from exc

@@ -12,11 +12,10 @@ from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import typer
-import yaml
 
 from ccbench.access import Access
 from ccbench.runstate import ExperimentStatus
-from cli.client import Client, ClientError, client
+from cli.client import Client, ClientError, client, load_document
 from cli.ids import completion, resolve
 from cli.progress import follow
 from cli.render import (
@@ -60,17 +59,6 @@ RunId = Annotated[
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the API's JSON instead")]
 
 
-def _load_file(path: Path) -> Any:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ClientError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ClientError(f"{path} is not valid YAML/JSON: {exc}") from exc
-
-
 def _exit_unless_done(status: str) -> None:
     if status != "done":
         raise typer.Exit(1)
@@ -96,7 +84,7 @@ def submit(
 
     With --wait, follow its runs and print its report; exit 1 unless it ends done."""
     api = client()
-    created = api.post_once("/v1/experiments", _load_file(file))
+    created = api.post_once("/v1/experiments", load_document(file))
     out = console()
     out.print(
         f"experiment {created['id']} ({created['name']}): {created['run_count']} run(s) queued"

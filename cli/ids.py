@@ -29,7 +29,10 @@ def _describe(kind: Kind, item: dict[str, Any]) -> str:
             f"{short(item['experiment_id'])}  {item['status']}"
         )
     if kind == "campaign":
-        return f"{item['id']}  {item['name']}  {item['state']}  team {item['team']}"
+        return (
+            f"{item['id']}  {item['name']}  {item['state']}  team {item['team']}  "
+            f"created {when(item['created_at'])}"
+        )
     return f"{item['id']}  {item['name']}  created {when(item['created_at'])}"
 
 
@@ -69,7 +72,9 @@ def resolve(kind: Kind, given: str) -> str:
     return _unique(kind, prefix, page["items"], page["total"])
 
 
-def completion(kind: Literal["experiment", "run"]) -> Callable[[str], list[tuple[str, str]]]:
+def completion(
+    kind: Literal["experiment", "run", "campaign"],
+) -> Callable[[str], list[tuple[str, str]]]:
     """Shell completion of the ids of `kind` that start with what is typed, each with what it
     is; nothing when the API cannot be asked (completion must never fail loudly)."""
 
