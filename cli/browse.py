@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from cli.client import ClientError, client
+from cli.client import ClientError, client, load_document
 from cli.ids import Kind, completion, resolve
 from cli.render import console
 from schemas.metrics import BYTE, format_quantity
@@ -188,10 +188,7 @@ def rerun(
     experiment_id = resolve("experiment", experiment)
     edits: dict[str, Any] = {}
     if edit is not None:
-        try:
-            loaded = yaml.safe_load(edit.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ClientError(f"--edit {edit}: {exc}") from exc
+        loaded = load_document(edit)
         if not isinstance(loaded, dict):
             raise ClientError(f"--edit {edit}: a mapping of the fields to change")
         edits = loaded

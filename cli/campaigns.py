@@ -11,7 +11,7 @@ import typer
 
 from cli.client import ClientError, client, load_document
 from cli.ids import completion, resolve
-from cli.render import console, print_json, short, status_text, table, when
+from cli.render import console, print_json, short, status_text, table, team_text, when
 from schemas.campaign import CampaignState
 from schemas.metrics import BYTE, METRICS, format_quantity, metrics_of
 from schemas.units import shown_duration
@@ -96,7 +96,7 @@ def list_(
     page_size: Annotated[int, typer.Option(min=1, max=500, help="campaigns per page")] = 50,
     as_json: JsonFlag = False,
 ) -> None:
-    """The team's campaigns, newest first."""
+    """The campaigns your team may read (its own, shared with it, public), newest first."""
     params: dict[str, Any] = {"page": page, "page_size": page_size}
     if state:
         params["state"] = state.value
@@ -104,10 +104,10 @@ def list_(
     if as_json:
         print_json(found)
         return
-    grid = table("id", "name", "state", "schedule", "next", "fired", "missed", "failed",
+    grid = table("id", "name", "team", "state", "schedule", "next", "fired", "missed", "failed",
                  right=("fired", "missed", "failed"))  # fmt: skip
     for item in found["items"]:
-        grid.add_row(short(item["id"]), item["name"], status_text(item["state"]),
+        grid.add_row(short(item["id"]), item["name"], team_text(item), status_text(item["state"]),
                      _schedule_text(item["schedule"]), when(item["next_due_at"]),
                      str(item["fired"]), str(item["missed"]), str(item["failed"]))  # fmt: skip
     out = console()

@@ -26,6 +26,7 @@ from cli.render import (
     short,
     status_text,
     table,
+    team_text,
     when,
 )
 from schemas.metrics import BYTE, KEY_METRICS, METRICS, Metric, format_quantity, metrics_of
@@ -133,11 +134,6 @@ def _complete_metric(incomplete: str) -> list[str]:
 
 def _counts_text(counts: dict[str, int]) -> str:
     return " ".join(f"{n} {s}" for s, n in counts.items())
-
-
-def _team_text(item: dict[str, Any]) -> str:
-    """The owning team, marked when the caller's team reads it as another's."""
-    return item["team"] if item["access"] == "own" else f"{item['team']} ({item['access']})"
 
 
 @app.command("list", rich_help_panel=PANEL)
@@ -265,7 +261,7 @@ def list_experiments(
             status_text(item["status"]),
             str(item["run_count"]),
             _counts_text(item["status_counts"]),
-            _team_text(item),
+            team_text(item),
             ", ".join(item["tags"]),
             when(item["created_at"]),
             " ".join(item["algorithms"]),
@@ -487,7 +483,7 @@ def compare(
     out.print(f"{result['metric']} ({what}; median ± SIQR, n values) against {result['x']}")
     for e in result["experiments"]:
         runs = f"{e['runs']} run" + ("" if e["runs"] == 1 else "s")
-        out.print(f"  {e['short_id']} {e['name']} (team {_team_text(e)}): {runs}")
+        out.print(f"  {e['short_id']} {e['name']} (team {team_text(e)}): {runs}")
     for series in result["series"]:
         if result.get("by"):
             out.print(f"{result['by']} = {series['label']}")

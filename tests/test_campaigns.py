@@ -584,6 +584,17 @@ def test_the_cli_creates_shows_edits_reports_and_stops_a_campaign(
         listed = run_cli(env, "campaign", "list")
         assert listed.returncode == 0, listed.stderr
         assert campaign_id[:8] in listed.stdout and "every 6h" in listed.stdout
+        # Shared by prefix with another team: its list shows it marked, its changes refused.
+        other = _other_team()
+        with session_scope() as session:
+            other_name = session.get(Team, other).name  # type: ignore[union-attr]
+        other_env = {**env, "CCBENCH_TOKEN": token_of(other)["Authorization"].split()[1]}
+        shared = run_cli(env, "share", "--campaign", prefix, "--team", other_name)
+        assert f"shared read-only with {other_name}" in shared.stdout, shared.stderr
+        seen = run_cli(other_env, "campaign", "list").stdout
+        assert f"{campaign_id[:8]}  cli-{unique}" in seen and "(shared)" in seen, seen
+        paused = run_cli(other_env, "campaign", "pause", prefix)
+        assert paused.returncode == 1 and "shared with yours read-only" in paused.stderr
         for k in range(4):
             tick(T0.replace(hour=6) + timedelta(hours=6 * k))
         values = [[10e6, 12e6], [20e6, 22e6], [30e6, 34e6], [5e6, 7e6]]
