@@ -13,7 +13,7 @@ from cli.client import ClientError, client
 from cli.render import short, when
 from schemas.limits import ID_LENGTH
 
-Kind = Literal["experiment", "run", "campaign", "token"]
+Kind = Literal["experiment", "run", "token", "campaign"]
 # Candidates an ambiguous prefix names (the total is given too).
 CANDIDATES_SHOWN = 10
 _HEX = re.compile(r"[0-9a-f]+")

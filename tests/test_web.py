@@ -214,6 +214,17 @@ def console_errors(driver: Any) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
+def figure_titles(driver: Any) -> list[str]:
+    """Title of every figure Plotly drew on the page, in page order (figure-1, figure-2, ...;
+    titles may repeat: one figure per condition)."""
+    return list(
+        driver.execute_script(
+            "return Array.from(document.querySelectorAll('.js-plotly-plot')).map(f => "
+            "f.querySelector('.gtitle') ? f.querySelector('.gtitle').textContent : '')"
+        )
+    )
+
+
 def drawn_traces(driver: Any, element_id: str) -> list[str]:
     """Legend entries Plotly drew for one figure (its SVG, not our JSON)."""
     return list(
@@ -269,7 +280,7 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         # Utilization against the buffer (one series: no legend), its box plots, and per
         # buffer the throughput-delay plot and the goodput CDF per scheme.
         wait_for_figures(driver, 6)
-        titles = list(drawn_figures(driver))
+        titles = figure_titles(driver)
         assert titles[0] == "utilization against bottleneck buffer", titles
         assert sum(t.startswith("goodput against RTT p95") for t in titles) == 2, titles
         assert drawn_traces(driver, "figure-compare") == []  # one series: no legend
@@ -286,7 +297,7 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         # Vegas's state trace (diff, base_rtt_us, round_min_rtt_us)
         wait_for_figures(driver, 14)
         figures = drawn_figures(driver)
-        titles = list(figures)
+        titles = figure_titles(driver)
 
         def legend(title: str) -> list[str]:
             return drawn_traces(driver, f"figure-{titles.index(title) + 1}")
