@@ -23,7 +23,7 @@ from ccbench.db.session import session_scope
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
 from tests.processes import Worker
-from tests.services import cancel_leftover_runs
+from tests.services import cancel_leftover_runs, chaos_report
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
 
@@ -303,6 +303,12 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
         print(f"kill test: {len(killed)} kills ({bpf_kills} during BPF runs), "
               f"{len(rows) - len(failures)}/{len(rows)} runs done in {finished:.1f} s, "
               f"attempts {attempts}")  # fmt: skip
+        for kind, is_bpf in (("bpf", True), ("kernel", False)):
+            chaos_report(test="worker_kills", kind=kind,
+                         kills=sum(1 for r in killed if runs[r] == is_bpf),
+                         runs=sum(1 for r in runs if runs[r] == is_bpf),
+                         runs_done=sum(1 for r, row in rows.items()
+                                       if runs[r] == is_bpf and row.status == "done"))  # fmt: skip
         assert failures == {}
         assert bpf_kills == KILLS_PER_RUNTIME and len(killed) == 2 * KILLS_PER_RUNTIME
         assert all(row.attempt == 2 for row in rows.values())  # done on the first retry
@@ -318,6 +324,7 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
             wait_for(nothing_left, 60, "the killed attempts' leftovers to go")
         finally:
             print(f"kill test: leftovers {left} {time.monotonic() - started:.1f} s after the start")
+            chaos_report(test="worker_kill_leftovers", leftovers=len(left))
     finally:
         for w in workers:
             w.stop()
