@@ -13,6 +13,12 @@ import typer
 from ccbench.runstate import ExperimentStatus
 from cli.client import Client, ClientError, client, load_document
 from cli.ids import completion, resolve
+from cli.options import (
+    AGGREGATE_METRICS,
+    JsonFlag,
+    aggregate_metric,
+    complete_aggregate_metric,
+)
 from cli.progress import follow
 from cli.render import (
     console,
@@ -24,14 +30,13 @@ from cli.render import (
     table,
     when,
 )
-from schemas.metrics import BYTE, KEY_METRICS, METRICS, format_quantity, metrics_of
+from schemas.metrics import BYTE, KEY_METRICS, METRICS, format_quantity
 
 PANEL = "Experiments"
 app = typer.Typer()
 
 # Metrics drawn against the matrix axes by `report --plot`: the key metrics.
 PLOTTED_METRICS = tuple(m.name for m in KEY_METRICS)
-AGGREGATE_METRICS = [m.name for m in metrics_of("aggregate")]
 
 ExperimentId = Annotated[
     str,
@@ -49,15 +54,6 @@ RunId = Annotated[
         show_default=False,
     ),
 ]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print the API's JSON instead")]
-
-
-def _aggregate_metric(name: str) -> str:
-    if name not in AGGREGATE_METRICS:
-        raise typer.BadParameter(
-            f"{name!r} is not an aggregate metric; one of: " + ", ".join(AGGREGATE_METRICS)
-        )
-    return name
 
 
 def _exit_unless_done(status: str) -> None:
@@ -217,10 +213,8 @@ def compare(
         str,
         typer.Option(
             help="the aggregate metric to compare: " + ", ".join(AGGREGATE_METRICS),
-            callback=_aggregate_metric,
-            autocompletion=lambda incomplete: [
-                m for m in AGGREGATE_METRICS if m.startswith(incomplete)
-            ],
+            callback=aggregate_metric,
+            autocompletion=complete_aggregate_metric,
             show_default=False,
         ),
     ],
