@@ -119,6 +119,12 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     assert applied["queue_source"] == "emulator_log"
     detail = client.get(f"/v1/runs/{run_id}", headers=headers).json()
     assert {"queue", "flow-0.tcp_info", "flow-1.goodput"} <= set(detail["series"])
+    # Every stored column is a quantity of the catalogue (figures label them from it).
+    from schemas.metrics import QUANTITIES
+
+    columns = {c for name, data in detail["series"].items() for c in data}
+    assert columns - set(QUANTITIES) == set(), columns - set(QUANTITIES)
+    assert {"bytes_sent", "bytes_received", "queue_delay_s"} <= columns
 
     # The run's figures show both flows, ssthresh beside cwnd, and the queue with its drops;
     # goodput per RTT with the aggregate near the link rate it is drawn against.
