@@ -11,9 +11,14 @@ import typer
 
 from cli.client import ClientError, client, load_document
 from cli.ids import completion, resolve
+from cli.options import (
+    JsonFlag,
+    aggregate_metric,
+    complete_aggregate_metric,
+)
 from cli.render import console, print_json, short, status_text, table, team_text, when
 from schemas.campaign import CampaignState
-from schemas.metrics import BYTE, METRICS, format_quantity, metrics_of
+from schemas.metrics import BYTE, METRICS, format_quantity
 from schemas.units import shown_duration
 
 app = typer.Typer(name="campaign", help="Scheduled measurement campaigns (the hosts testbed).")
@@ -26,8 +31,6 @@ CampaignId = Annotated[
         show_default=False,
     ),
 ]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print the API's JSON instead")]
-AGGREGATE_METRICS = [m.name for m in metrics_of("aggregate")]
 # Occurrences `show` lists (the newest; the API pages the rest).
 SHOWN_OCCURRENCES = 20
 
@@ -257,14 +260,6 @@ def edit(
         _print_detail(changed)
 
 
-def _aggregate_metric(name: str) -> str:
-    if name not in AGGREGATE_METRICS:
-        raise typer.BadParameter(
-            f"{name!r} is not an aggregate metric; one of: " + ", ".join(AGGREGATE_METRICS)
-        )
-    return name
-
-
 @app.command()
 def report(
     campaign: CampaignId,
@@ -272,10 +267,8 @@ def report(
         str,
         typer.Option(
             help="the aggregate metric, e.g. goodput_bps or equivalence_ratio",
-            callback=_aggregate_metric,
-            autocompletion=lambda incomplete: [
-                m for m in AGGREGATE_METRICS if m.startswith(incomplete)
-            ],
+            callback=aggregate_metric,
+            autocompletion=complete_aggregate_metric,
         ),
     ] = "goodput_bps",
     by: Annotated[

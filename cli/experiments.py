@@ -17,6 +17,7 @@ from ccbench.access import Access
 from ccbench.runstate import ExperimentStatus
 from cli.client import Client, ClientError, client, load_document
 from cli.ids import completion, resolve
+from cli.options import AGGREGATE_METRICS, JsonFlag, complete_aggregate_metric
 from cli.progress import follow
 from cli.render import (
     console,
@@ -36,7 +37,6 @@ app = typer.Typer()
 
 # Metrics drawn against the matrix axes by `report --plot`: the key metrics.
 PLOTTED_METRICS = tuple(m.name for m in KEY_METRICS)
-AGGREGATE_METRICS = [m.name for m in metrics_of("aggregate")]
 FLOW_METRICS = [m.name for m in metrics_of("flow")]
 # Metric columns of `list` unless --metric chooses.
 LISTED_METRICS = ("utilization", "goodput_bps")
@@ -57,7 +57,6 @@ RunId = Annotated[
         show_default=False,
     ),
 ]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print the API's JSON instead")]
 
 
 def _exit_unless_done(status: str) -> None:
@@ -126,10 +125,6 @@ def _metric_columns(names: list[str]) -> list[Metric]:
             param_hint="--metric",
         )
     return [METRICS[n] for n in names]
-
-
-def _complete_metric(incomplete: str) -> list[str]:
-    return [m for m in AGGREGATE_METRICS if m.startswith(incomplete)]
 
 
 def _counts_text(counts: dict[str, int]) -> str:
@@ -213,7 +208,7 @@ def list_experiments(
         typer.Option(
             help="a column of this aggregate metric, the median over the done runs (repeat; "
             "default: " + ", ".join(LISTED_METRICS) + ")",
-            autocompletion=_complete_metric,
+            autocompletion=complete_aggregate_metric,
             show_default=False,
         ),
     ] = None,

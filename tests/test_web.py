@@ -92,7 +92,7 @@ def test_experiment_pages_show_the_matrix_and_escape_names(
     assert series == {"0.5 BDP": [0.5, 0.5], "1 BDP": [0.9, 0.9]}
     assert {t["type"] for t in box["data"]} == {"box"}
     # Per buffer: the per-flow goodput CDF per scheme (no p95 RTT stored: no scatter).
-    assert [f["name"] for f in per_scheme] == [  # buffers named as the spec writes them
+    assert [f["name"] for f in per_scheme] == [
         "goodput_cdf_buffer-0.5bdp",
         "goodput_cdf_buffer-1bdp",
     ]
@@ -210,19 +210,27 @@ def drawn_figures(driver: Any) -> dict[str, int]:
     )
 
 
-def console_errors(driver: Any) -> list[str]:
-    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-
-
-def figure_titles(driver: Any) -> list[str]:
-    """Title of every figure Plotly drew on the page, in page order (figure-1, figure-2, ...;
-    titles may repeat: one figure per condition)."""
-    return list(
+def axis_title(driver: Any, element_id: str, axis: str) -> str:
+    """The title Plotly drew on a figure's x or y axis."""
+    return str(
         driver.execute_script(
-            "return Array.from(document.querySelectorAll('.js-plotly-plot')).map(f => "
-            "f.querySelector('.gtitle') ? f.querySelector('.gtitle').textContent : '')"
+            f"return document.querySelector('#{element_id} .{axis}title').textContent"
         )
     )
+
+
+def table_value(driver: Any, table_id: str, label: str) -> str:
+    """The value beside `label` in a two-column table of the page, as displayed."""
+    from selenium.webdriver.common.by import By
+
+    for row in driver.find_elements(By.CSS_SELECTOR, f"#{table_id} tr"):
+        if row.find_element(By.TAG_NAME, "th").text == label:
+            return str(row.find_element(By.TAG_NAME, "td").text)
+    raise AssertionError(f"no row {label!r} in #{table_id}")
+
+
+def console_errors(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def drawn_traces(driver: Any, element_id: str) -> list[str]:
@@ -242,6 +250,7 @@ def drawn_traces(driver: Any, element_id: str) -> list[str]:
 )
 def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     before = HostState.capture()
     port = free_port()
@@ -277,12 +286,8 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         driver.find_element(By.CSS_SELECTOR, "form[action='/ui/login'] button").click()
         wait_for_url(driver, f"{url}/ui/experiments/{experiment_id}")
 
-        # Utilization against the buffer (one series: no legend), its box plots, and per
-        # buffer the throughput-delay plot and the goodput CDF per scheme.
+        # The comparison, its box plots, and per buffer the scheme scatter and goodput CDF.
         wait_for_figures(driver, 6)
-        titles = figure_titles(driver)
-        assert titles[0] == "utilization against bottleneck buffer", titles
-        assert sum(t.startswith("goodput against RTT p95") for t in titles) == 2, titles
         assert drawn_traces(driver, "figure-compare") == []  # one series: no legend
         points = driver.execute_script(
             "return document.querySelectorAll('#figure-compare .scatterlayer .point').length"
@@ -292,32 +297,48 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         assert console_errors(driver) == []
 
         driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
-        # goodput, throughput, cwnd, cwnd above the queue, RTT, RTT vs cwnd, queue, Jain's
-        # index, CDFs of RTT, queueing delay and goodput, then one figure per variable of
-        # Vegas's state trace (diff, base_rtt_us, round_min_rtt_us)
+        # goodput, throughput, cwnd, cwnd and queue, RTT, RTT vs cwnd, queue, Jain's index,
+        # three CDFs, then one figure per variable of Vegas's state trace (diff, base_rtt_us,
+        # round_min_rtt_us)
         wait_for_figures(driver, 14)
+        # Goodput per RTT, per flow with the aggregate and the link rate, as Plotly drew it.
+        assert drawn_traces(driver, "figure-1") == [
+            "flow 0 vegas", "flow 1 cubic", "aggregate", "link rate 10 Mbit/s"]  # fmt: skip
         figures = drawn_figures(driver)
-        titles = figure_titles(driver)
-
-        def legend(title: str) -> list[str]:
-            return drawn_traces(driver, f"figure-{titles.index(title) + 1}")
-
-        flows = ["flow 0 vegas", "flow 1 cubic"]
-        goodput = next(t for t in titles if t.startswith("goodput per"))
-        assert legend(goodput)[:2] == flows, (goodput, legend(goodput))
-        assert "flow 1 cubic ssthresh" in legend("cwnd and ssthresh")
-        against_cwnd = next(t for t in titles if t.endswith("against cwnd"))
-        assert legend(against_cwnd) == flows
-        assert legend("bottleneck queue")[0] == "queue"
+        goodput = "goodput per RTT (40 ms)"
+        subtitle = driver.execute_script(
+            "return document.querySelector('#figure-1 .gtitle-subtitle').textContent"
+        )
+        assert subtitle.startswith("vegas vs cubic · 10 Mbit/s · RTT 40 ms · buffer "), subtitle
+        # 4 s in 40 ms bins: 100 points (the first flow starts with the run).
+        assert 95 <= figures[goodput] <= 100, figures[goodput]
+        assert axis_title(driver, "figure-1", "y") == "goodput (Mbit/s)"
+        assert "flow 1 cubic ssthresh" in drawn_traces(driver, "figure-3")  # cwnd
+        assert drawn_traces(driver, "figure-6") == ["flow 0 vegas", "flow 1 cubic"]  # rtt-cwnd
+        assert drawn_traces(driver, "figure-7")[0] == "queue"
         state = {title: points for title, points in figures.items() if "state" in title}
         assert set(state) == {
             "controller state: diff",
             "controller state: base RTT",
             "controller state: round min RTT",
-        }, titles
+        }, state
         # Vegas traces once per round trip (~100 rounds of 40 ms in 4 s), drawn as steps
         # (175 vertices per figure measured).
         assert all(points > 50 for points in state.values()), state
+        # Units in the tables: values with their prefixes, units in column headings.
+        assert table_value(driver, "aggregate", "goodput").endswith(" Mbit/s")
+        assert table_value(driver, "aggregate", "mean RTT").endswith(" ms")
+        assert table_value(driver, "applied", "rate") == "10 Mbit/s"
+        assert table_value(driver, "applied", "base RTT") == "40 ms"
+        headings = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#flows th")]
+        assert {"goodput (Mbit/s)", "mean RTT (ms)", "retransmits (pkt)"} <= set(headings)
+        # Another bin, chosen in the page: per second, 4 points.
+        Select(driver.find_element(By.NAME, "bin")).select_by_value("1s")
+        driver.find_element(By.CSS_SELECTOR, "#bin-form button").click()
+        wait_for_url(driver, driver.current_url.split("?")[0] + "?bin=1s")
+        wait_for_figures(driver, 14)
+        figures = drawn_figures(driver)
+        assert figures["goodput per 1 s"] in (3, 4)  # the last second may end late
         checks = driver.find_elements(By.CSS_SELECTOR, "#checks tr")
         assert any("delay" in row.text for row in checks)
         assert console_errors(driver) == []

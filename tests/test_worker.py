@@ -23,7 +23,7 @@ from ccbench.db.session import session_scope
 from ccbench.settings import REPO_ROOT, get_settings
 from tests.hoststate import HostState
 from tests.processes import Worker
-from tests.services import cancel_leftover_runs
+from tests.services import cancel_leftover_runs, chaos_report
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
 
@@ -127,6 +127,12 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     assert applied["queue_source"] == "emulator_log"
     detail = client.get(f"/v1/runs/{run_id}", headers=headers).json()
     assert {"queue", "flow-0.tcp_info", "flow-1.goodput"} <= set(detail["series"])
+    # Every stored column is a quantity of the catalogue (figures label them from it).
+    from schemas.metrics import QUANTITIES
+
+    columns = {c for name, data in detail["series"].items() for c in data}
+    assert columns - set(QUANTITIES) == set(), columns - set(QUANTITIES)
+    assert {"bytes_sent", "bytes_received", "queue_delay_s"} <= columns
 
     # The run's figures show both flows, ssthresh beside cwnd, and the queue with its drops;
     # goodput per RTT with the aggregate near the link rate it is drawn against.
@@ -311,6 +317,12 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
         print(f"kill test: {len(killed)} kills ({bpf_kills} during BPF runs), "
               f"{len(rows) - len(failures)}/{len(rows)} runs done in {finished:.1f} s, "
               f"attempts {attempts}")  # fmt: skip
+        for kind, is_bpf in (("bpf", True), ("kernel", False)):
+            chaos_report(test="worker_kills", kind=kind,
+                         kills=sum(1 for r in killed if runs[r] == is_bpf),
+                         runs=sum(1 for r in runs if runs[r] == is_bpf),
+                         runs_done=sum(1 for r, row in rows.items()
+                                       if runs[r] == is_bpf and row.status == "done"))  # fmt: skip
         assert failures == {}
         assert bpf_kills == KILLS_PER_RUNTIME and len(killed) == 2 * KILLS_PER_RUNTIME
         assert all(row.attempt == 2 for row in rows.values())  # done on the first retry
@@ -326,6 +338,7 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
             wait_for(nothing_left, 60, "the killed attempts' leftovers to go")
         finally:
             print(f"kill test: leftovers {left} {time.monotonic() - started:.1f} s after the start")
+            chaos_report(test="worker_kill_leftovers", leftovers=len(left))
     finally:
         for w in workers:
             w.stop()
