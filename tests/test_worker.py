@@ -159,7 +159,9 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     inside = [y for x, y in zip(total.x, total.y, strict=True) if x >= 2.02 and y is not None]
     mean = sum(inside) / len(inside)
     assert mean == pytest.approx(aggregate["goodput_bps"] / 1e6, rel=0.03)
-    assert all(y <= 10 * 1.05 for y in inside)  # no 45 Mbit/s spikes on a 10 Mbit/s link
+    # No 45 Mbit/s spikes on a 10 Mbit/s link: a 40 ms bin holds at most what the link
+    # delivered in it plus one 10 ms receiver sample that landed late (a loaded host).
+    assert all(y <= 10 * (0.040 + 0.010) / 0.040 for y in inside), max(inside)
 
     # A redelivered message for the finished run does nothing.
     from workers.lifecycle import execute
