@@ -159,9 +159,17 @@ def test_run_end_to_end_applies_rate_delay_and_buffer(
     inside = [y for x, y in zip(total.x, total.y, strict=True) if x >= 2.02 and y is not None]
     mean = sum(inside) / len(inside)
     assert mean == pytest.approx(aggregate["goodput_bps"] / 1e6, rel=0.03)
-    # No 45 Mbit/s spikes on a 10 Mbit/s link: a 40 ms bin holds at most what the link
-    # delivered in it plus one 10 ms receiver sample that landed late (a loaded host).
-    assert all(y <= 10 * (0.040 + 0.010) / 0.040 for y in inside), max(inside)
+    # A single bin may exceed the link rate: after a loss, TCP hands the application everything
+    # queued behind the hole at once (measured: 80 ms without a byte, then 80 kB in 20 ms).
+    # What the receivers read by the end of a bin never exceeds what the 10 Mbit/s link
+    # delivered (its payload share) by then, plus the bytes one such release holds (the buffer
+    # and one BDP, 33 + 33 packets) and one 10 ms sample's spread.
+    assert len(total.x) == 8 / 0.040  # 8 s in bins of one RTT, none after the run's end
+    read_bits, payload_bps = 0.0, 10e6 * 1448 / 1500
+    for x, y in zip(total.x, total.y, strict=True):
+        read_bits += (y or 0.0) * 1e6 * 0.040
+        delivered_bits = payload_bps * (x + 0.020 + 0.010) + 66 * 1448 * 8
+        assert read_bits <= delivered_bits, (x, read_bits, delivered_bits)
 
     # A redelivered message for the finished run does nothing.
     from workers.lifecycle import execute

@@ -135,14 +135,15 @@ class _Binned:
 
 
 def _binned(run: _Run, source: str, counter: str, rate: str | None, bin_s: float) -> _Binned | None:
-    """Each flow's rate in bins of `bin_s` from 0 to the last stored sample, from its byte
-    counter (`metrics.binned_rates_bps`); series stored before the counter existed fall back to
-    the mean of their per-interval rates in each bin."""
+    """Each flow's rate in bins of `bin_s` from 0 to the last stored sample or the run's end,
+    whichever comes first (bytes read after the senders stopped are the teardown, outside every
+    metric), from its byte counter (`metrics.binned_rates_bps`); series stored before the
+    counter existed fall back to the mean of their per-interval rates in each bin."""
     data = [(f, run.flow_series(f, source)) for f in run.flows]
     data = [(f, d) for f, d in data if d.get("t_s")]
     if not data:
         return None
-    end = max(max(d["t_s"]) for _, d in data)
+    end = min(max(max(d["t_s"]) for _, d in data), run.window[1])
     n = int(end / bin_s + 1e-9)
     if n < 1:
         return None
