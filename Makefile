@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install demo test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots
+.PHONY: install agents demo test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots
 
 install:
 	scripts/install.sh
@@ -21,8 +21,14 @@ test: lint test-rust test-python
 test-rust:
 	cd agents && cargo test --release --locked
 
-test-python:
+# The tests run the built agents and BPF objects: rebuild what changed first (a checkout that
+# moved since the last install would otherwise test stale controllers).
+test-python: agents
 	$(PY) -m pytest -v --durations=15
+
+agents:
+	cd agents && cargo build --release --locked -q
+	if [ -e /sys/kernel/btf/vmlinux ]; then $(MAKE) -s -C agents/kernel; fi
 
 lint:
 	$(VENV)/bin/ruff check .
