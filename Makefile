@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install agents demo test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots
+.PHONY: install agents demo test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots bench-conformance
 
 install:
 	scripts/install.sh
@@ -95,3 +95,6 @@ bench-scale:
 
 bench-plots:
 	$(PY) -m bench.plots
+
+bench-conformance:
+	$(PY) -m bench.conformance

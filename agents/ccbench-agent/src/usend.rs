@@ -61,6 +61,9 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// The FIN is retransmitted until answered, for at most this long.
 pub const FIN_LIMIT: Duration = Duration::from_secs(1);
 /// HELLO retransmissions (RFC 6298 (2.1) initial RTO, doubled): 1 + 2 + 4 s, then give up.
+/// A receive timestamp older than this is not believed (the real-time clock was stepped):
+/// the ACK is then timed when it is read.
+const MAX_RECEIVE_AGE: Duration = Duration::from_secs(1);
 const HELLO_TIMEOUTS: [Duration; 3] = [
     Duration::from_secs(1),
     Duration::from_secs(2),
@@ -385,6 +388,11 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
             let Some(rx) = socket.recv(&mut rbuf)? else {
                 break;
             };
+            // When the kernel received them, on the transport's clock (RTT samples end there).
+            let received = udp::received_ago(rx.kernel_ts)
+                .filter(|ago| *ago < MAX_RECEIVE_AGE)
+                .and_then(|ago| (Instant::now() - origin).checked_sub(ago))
+                .unwrap_or(now);
             for datagram in rbuf[..rx.len].chunks(rx.segment.max(1)) {
                 let Ok(wire::Packet::Ack(ack)) = wire::decode(datagram) else {
                     continue;
@@ -392,7 +400,7 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
                 if ack.flow != flow_id {
                     continue;
                 }
-                let outcome = sender.on_ack(now, &ack);
+                let outcome = sender.on_ack_received(now, received, &ack);
                 if args.per_ack && outcome.valid {
                     let cc = sender.controller();
                     let line = json!({"ts": unix_now(), "type": "ack", "flow": flow_id,

@@ -496,6 +496,19 @@ impl Sender {
     }
 
     pub fn on_ack(&mut self, now: Duration, ack: &AckPacket) -> AckOutcome {
+        self.on_ack_received(now, now, ack)
+    }
+
+    /// `on_ack` for an ACK that arrived at `received` (the kernel's receive time, on the same
+    /// clock) and is processed at `now`: its RTT sample ends at `received`, so the time the
+    /// program took to get to it (descheduled, blocked on a write) is not counted as network
+    /// delay; everything else happens at `now`.
+    pub fn on_ack_received(
+        &mut self,
+        now: Duration,
+        received: Duration,
+        ack: &AckPacket,
+    ) -> AckOutcome {
         if ack.echo_seq >= self.next_seq || ack.cum_ack > self.next_seq {
             return AckOutcome::default();
         }
@@ -505,7 +518,7 @@ impl Sender {
         // Karn: no sample from a retransmitted packet (nor one already forgotten).
         let echo_original = self.slot(ack.echo_seq).is_some_and(|s| !s.retransmitted);
         let echo_sent = Duration::from_micros(ack.echo_sent_us);
-        let rtt = (echo_original && echo_sent <= now).then(|| now - echo_sent);
+        let rtt = (echo_original && echo_sent <= received).then(|| received - echo_sent);
         if let Some(rtt) = rtt {
             self.rtt.on_sample(rtt);
         }

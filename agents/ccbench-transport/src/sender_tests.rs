@@ -602,3 +602,25 @@ fn an_ack_that_starts_an_event_names_the_first_lost_packet_and_the_recovery_flag
         assert_eq!(s.resolved_below(), 1);
     }
 }
+
+#[test]
+fn an_rtt_sample_ends_when_the_kernel_received_the_ack_not_when_it_was_read() {
+    let (mut s, _) = sender(Recovery::Reno, None);
+    for _ in 0..2 {
+        assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
+    }
+    let ack = |echo_seq: u64| AckPacket {
+        flow: 0,
+        echo_seq,
+        echo_sent_us: 0,
+        cum_ack: echo_seq + 1,
+        sack: 0,
+        feedback: 0,
+        duplicate: false,
+    };
+    // Arrived at 60 ms, read at 95 ms (the sender was not running meanwhile): 60 ms.
+    let late = s.on_ack_received(ms(95), ms(60), &ack(0));
+    assert_eq!(late.rtt, Some(ms(60)));
+    // Without a receive time the sample ends when the ACK is read.
+    assert_eq!(s.on_ack(ms(97), &ack(1)).rtt, Some(ms(97)));
+}

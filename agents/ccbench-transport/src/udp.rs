@@ -1,7 +1,8 @@
 //! The socket layer: a UDP socket that sends a batch of equal-sized datagrams in one call (UDP
 //! GSO, `UDP_SEGMENT`) and receives coalesced batches (`UDP_GRO`), falling back to one datagram
-//! per call where the kernel lacks them; and waits precise enough for pacing (ppoll with a 1 ns
-//! timer slack, then a spin for the last microseconds).
+//! per call where the kernel lacks them, each batch with the time the kernel received it
+//! (`SO_TIMESTAMPNS`); and waits precise enough for pacing (ppoll with a 1 ns timer slack,
+//! then a spin for the last microseconds).
 
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -123,6 +124,18 @@ pub struct Received {
     pub len: usize,
     pub segment: usize,
     pub peer: SocketAddr,
+    /// When the kernel received it (CLOCK_REALTIME, since the Unix epoch), if it said: a time
+    /// that does not include how long the program took to read it.
+    pub kernel_ts: Option<Duration>,
+}
+
+/// How long ago a buffer stamped `kernel_ts` arrived (CLOCK_REALTIME now - the stamp); None
+/// without a stamp or when the clock was stepped back past it.
+pub fn received_ago(kernel_ts: Option<Duration>) -> Option<Duration> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    now.checked_sub(kernel_ts?)
 }
 
 impl Socket {
@@ -131,6 +144,9 @@ impl Socket {
         let fd = socket.as_raw_fd();
         let gso = getsockopt_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT).is_ok();
         let gro = setsockopt_int(fd, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
+        // Receive timestamps (software, taken as the kernel receives each packet): RTT samples
+        // then measure the network, not the moments the program was not running.
+        let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
         // Large buffers: a GRO batch or a window of ACKs must not overflow them. The FORCE
         // variants need CAP_NET_ADMIN; without it the sysctl maximum applies.
         for (force, plain) in [
@@ -251,9 +267,9 @@ impl Socket {
         msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
-        let mut control = [0u64; 8];
+        let mut control = [0u64; 16];
         msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = size_of::<[u64; 8]>();
+        msg.msg_controllen = size_of::<[u64; 16]>();
         // SAFETY: msg points at valid buffers.
         let rc = unsafe { libc::recvmsg(self.fd(), &mut msg, libc::MSG_DONTWAIT) };
         if rc < 0 {
@@ -268,6 +284,7 @@ impl Socket {
         }
         let len = rc as usize;
         let mut segment = len;
+        let mut kernel_ts = None;
         // SAFETY: walking the control messages the kernel wrote into msg.
         unsafe {
             let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
@@ -277,6 +294,14 @@ impl Socket {
                     if size > 0 {
                         segment = size as usize;
                     }
+                } else if (*cmsg).cmsg_level == libc::SOL_SOCKET
+                    && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+                {
+                    let ts =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+                    if ts.tv_sec > 0 && (0..1_000_000_000).contains(&ts.tv_nsec) {
+                        kernel_ts = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                    }
                 }
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }
@@ -284,7 +309,12 @@ impl Socket {
         let Some(peer) = socket_addr_from(&storage) else {
             return Ok(None);
         };
-        Ok(Some(Received { len, segment, peer }))
+        Ok(Some(Received {
+            len,
+            segment,
+            peer,
+            kernel_ts,
+        }))
     }
 }
 
@@ -346,5 +376,21 @@ mod tests {
             assert_eq!(len as usize, expected, "{text}");
             assert_eq!(socket_addr_from(&storage), Some(addr), "{text}");
         }
+    }
+
+    #[test]
+    fn received_datagrams_carry_the_kernels_receive_time() {
+        let mut tx = Socket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let rx = Socket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let dst = rx.local_addr().unwrap();
+        tx.send_segments(b"ping", 1400, Some(dst)).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let mut buf = [0u8; 2048];
+        let got = rx.recv(&mut buf).unwrap().expect("a datagram");
+        assert_eq!(&buf[..got.len], b"ping");
+        // Stamped on arrival, before the 30 ms this test waited to read it.
+        let ago = received_ago(got.kernel_ts).expect("a receive timestamp");
+        assert!(ago >= Duration::from_millis(29), "{ago:?}");
+        assert!(ago < Duration::from_secs(1), "{ago:?}");
     }
 }
