@@ -13,15 +13,32 @@ assert url, "ccbench.db.migrate sets sqlalchemy.url"
 def run_migrations_online() -> None:
     engine = engine_for(url)
     with engine.connect() as connection:
-        context.configure(
-            connection=connection,
-            target_metadata=Base.metadata,
-            # SQLite cannot ALTER most things: batch mode recreates tables instead.
-            render_as_batch=connection.dialect.name == "sqlite",
-            compare_type=True,
-        )
-        with context.begin_transaction():
-            context.run_migrations()
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # Batch mode rebuilds a table it alters (copy, drop, rename). With foreign keys
+            # enforced (ccbench.db.session turns them on) the drop cascades: migration 0007
+            # deleted every run, flow result and tag. SQLite ignores this pragma inside a
+            # transaction, so it is set before the migrations' transaction begins.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()
+        try:
+            context.configure(
+                connection=connection,
+                target_metadata=Base.metadata,
+                # SQLite cannot ALTER most things: batch mode recreates tables instead.
+                render_as_batch=sqlite,
+                compare_type=True,
+            )
+            with context.begin_transaction():
+                context.run_migrations()
+                if sqlite:
+                    dangling = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if dangling:  # say so now, not when a later delete trips over them
+                        raise RuntimeError(f"migration left rows without their parent: {dangling}")
+        finally:
+            if sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()
 
 
 def run_migrations_offline() -> None:
