@@ -204,14 +204,31 @@ def tag_of(seed: str, template_file: str, mode: Mode) -> str:
     return f"{seed}/{Path(template_file).stem}/{mode}"
 
 
-def submission(seed: Seed, template_file: str, mode: Mode, claims: Sequence[Claim]) -> Any:
+def submission(
+    seed: Seed,
+    template_file: str,
+    mode: Mode,
+    claims: Sequence[Claim],
+    duration: float | None = None,
+    repetitions: int | None = None,
+) -> Any:
     """The document `ccbench reproduce` submits for a template: the template itself, or its
-    quick variant for `claims` (QuickOptions says how), tagged so the reproduction can be
-    found again. Validated (and expanded) here, so a bad template fails before submission."""
+    quick variant for `claims` (QuickOptions says how; `duration` and `repetitions` replace the
+    claims file's quick ones), tagged so the reproduction can be found again. Validated (and
+    expanded) here, so a bad template fails before submission."""
     matrix = seed.templates[template_file]
     document = matrix.model_dump(mode="json", context=WITH_UNITS)
     if mode == "quick":
-        document = quick_document(matrix, seed.claims.template(template_file), claims)
+        template = seed.claims.template(template_file)
+        changes: dict[str, Any] = {}
+        if duration is not None:
+            changes["duration"] = min(duration, matrix.base.duration)
+        if repetitions is not None:
+            changes["repetitions"] = repetitions
+        if changes:
+            quick = template.quick.model_copy(update=changes)
+            template = template.model_copy(update={"quick": quick})
+        document = quick_document(matrix, template, claims)
     document["tags"] = [
         *document.get("tags", []),
         *(t for t in (TAG, f"seed-{seed.claims.seed}") if t not in document.get("tags", [])),

@@ -35,6 +35,7 @@ from schemas.matrix import Submission, expand_submission
 from schemas.metrics import METRICS, format_quantity
 from schemas.report import ExperimentReport
 from schemas.reproduce import SEEDS, Claim, Measure
+from schemas.units import parse_duration
 
 PANEL = "Reproductions"
 app = typer.Typer()
@@ -54,6 +55,16 @@ def _seed(value: str) -> str:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--duration: {exc}") from exc
+    if value < 1:
+        raise typer.BadParameter("--duration: a run lasts at least 1s")
+    return value
+
+
 def _load(seed: str) -> Seed:
     try:
         return load_seed(seed)
@@ -68,6 +79,7 @@ def reproduce(
         typer.Argument(
             help="the seed paper: " + ", ".join(SEEDS) + " (docs/references.md names them)",
             callback=_seed,
+            metavar="SEED",
             autocompletion=lambda incomplete: [s for s in SEEDS if s.startswith(incomplete)],
             show_default=False,
         ),
@@ -80,6 +92,24 @@ def reproduce(
             "repetitions, only the matrix points the claims compare",
         ),
     ] = False,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TIME",
+            help="with --quick: the runs' length instead of the claims file's (e.g. 20s); "
+            "every time of the template is scaled to it",
+            show_default=False,
+        ),
+    ] = None,
+    repetitions: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=100,
+            help="with --quick: repetitions instead of the claims file's",
+            show_default=False,
+        ),
+    ] = None,
     figure: Annotated[
         list[str] | None,
         typer.Option(
@@ -120,9 +150,17 @@ def reproduce(
     of the paper with the measured median ± SIQR over repetitions and whether it holds."""
     loaded = _load(seed)
     mode: Mode = "quick" if quick else "full"
+    if (duration is not None or repetitions is not None) and not quick:
+        raise typer.BadParameter(
+            "--duration and --repetitions shorten the quick variant: add --quick"
+        )
+    seconds = _seconds(duration) if duration is not None else None
     try:
         claims = loaded.claims_for(figure or (), claim or ())
-        documents = {f: submission(loaded, f, mode, claims) for f in templates_of(claims)}
+        documents = {
+            f: submission(loaded, f, mode, claims, seconds, repetitions)
+            for f in templates_of(claims)
+        }
     except ReproduceError as exc:
         raise ClientError(str(exc)) from exc
     out = console()
