@@ -76,13 +76,13 @@ def test_quick_scales_every_time_caps_repetitions_and_keeps_the_compared_points(
     assert [f.start for f in quick.base.flows] == pytest.approx([0, 4, 8, 12, 16, 20])
     assert quick.repetitions == min(matrix.repetitions, template.quick.repetitions)
     # The claim compares Reno and BFA at 100 packets: both algorithms, that buffer only.
-    assert [a.values for a in quick.axes] == [["reno", "bfa"], ["100pkt"]]
+    assert [a.values for a in quick.axes] == [["100pkt"], ["reno", "bfa"]]
     assert quick.name.endswith("-quick")
     # A claim held at each value of an axis keeps the values quick.axes names.
     claims = seed.claims_for(claim_ids=["fig12-bfa-together-fair"])
     together = seed.templates["fig12-six-together.yaml"]
     document = quick_document(together, seed.claims.template("fig12-six-together.yaml"), claims)
-    assert [a["values"] for a in document["axes"]] == [["bfa"], ["20pkt", "100pkt"]]
+    assert [a["values"] for a in document["axes"]] == [["20pkt", "100pkt"], ["bfa"]]
 
 
 def test_quick_of_a_zipped_matrix_keeps_whole_points() -> None:
