@@ -219,7 +219,9 @@ def _latest(
         reports[file] = [_report(api, item["id"]) for item in listing["items"]]
     return {
         claim.id: {
-            file: next((r for r in reports[file] if covers(r, claim, file)), None)
+            file: next(
+                (r for r in reports[file] if covers(r, claim, file, seed.templates[file])), None
+            )
             for file in claim.templates()
         }
         for claim in claims
