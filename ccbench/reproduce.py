@@ -519,7 +519,7 @@ def covers(
 ) -> bool:
     """Whether a report of template `file` has runs at every point the claim reads there (and,
     given the template, the same axes: a report of an older version of it is not read)."""
-    if matrix is not None and list(report.axes) != [axis.path for axis in matrix.axes]:
+    if matrix is not None and set(report.axes) != {axis.path for axis in matrix.axes}:
         return False
     return all(_point_runs(report, side.where) for side in _sides_in(claim, file))
 

@@ -6,11 +6,16 @@ plans, submits and reports without a hand in between."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
@@ -347,3 +352,90 @@ def test_dry_run_lists_claims_and_runs_without_a_server() -> None:
     )
     bad = _cli("reproduce", "7")
     assert bad.returncode == 2 and "'7' is not a seed" in bad.stderr
+
+
+# --- each seed's headline claim, quick, through the real stack (root) -----------------------
+
+# Per seed, the claim the suite measures (its quick variant shortened further): the claim, the
+# runs' length and repetitions. Each one's verdict and margin over repeated runs is in
+# docs/reproductions.md ("The suite's quick checks"); the claim's comparison is the claims
+# file's, so the test asserts exactly what the paper says, measured.
+HEADLINES: dict[str, tuple[str, str, int]] = {}
+WORKERS = 3
+
+
+@pytest.fixture(scope="module")
+def headline_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[dict[str, str], dict[str, list[str]]]]:
+    """An API and WORKERS workers on the harness's PostgreSQL and Redis, a team's token, and
+    every seed's headline claim submitted at once (their runs share the workers), with the
+    experiment ids per seed. Afterwards nothing of the runs is left on the host."""
+    from ccbench import teams
+    from ccbench.db.session import session_scope
+    from tests.hoststate import HostState
+    from tests.processes import Api, Worker
+    from tests.services import cancel_leftover_runs, free_port, run_cli
+
+    before = HostState.capture()
+    logs = tmp_path_factory.mktemp("reproduce")
+    cancel_leftover_runs()
+    with session_scope() as session:
+        team = teams.create_team(session, f"reproduce-{logs.name}"[:60])
+        token = teams.create_token(session, team, "test")
+    api = Api(free_port(), dict(os.environ), logs / "api.log")
+    workers = [Worker(logs / f"worker-{i}.log") for i in range(WORKERS)]
+    env = {**os.environ, "CCBENCH_API_URL": api.url, "CCBENCH_TOKEN": token}
+    try:
+        submitted: dict[str, list[str]] = {}
+        for seed, (claim, duration, repetitions) in HEADLINES.items():
+            done = run_cli(env, "reproduce", seed, "--quick", "--claim", claim,
+                           "--duration", duration, "--repetitions", str(repetitions))  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+            submitted[seed] = re.findall(r"^experiment ([0-9a-f]{32}) ", done.stdout, re.M)
+            assert submitted[seed], done.stdout
+        yield env, submitted
+    finally:
+        for worker in workers:
+            worker.stop()
+        api.kill_hard()
+    assert HostState.capture().leftovers_since(before) == []
+
+
+def _wait_final(env: dict[str, str], experiment_id: str, timeout_s: float) -> str:
+    headers = {"Authorization": f"Bearer {env['CCBENCH_TOKEN']}"}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = httpx.get(
+            f"{env['CCBENCH_API_URL']}/v1/experiments/{experiment_id}", headers=headers
+        ).json()["status"]
+        if status in ("done", "failed", "cancelled"):
+            return str(status)
+        assert time.monotonic() < deadline, f"experiment {experiment_id} still {status}"
+        time.sleep(1)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("seed", sorted(HEADLINES))
+def test_each_seeds_headline_claim_holds_in_its_quick_variant(
+    headline_runs: tuple[dict[str, str], dict[str, list[str]]], seed: str
+) -> None:
+    from tests.services import run_cli
+
+    env, submitted = headline_runs
+    claim, _, repetitions = HEADLINES[seed]
+    for experiment_id in submitted[seed]:
+        assert _wait_final(env, experiment_id, timeout_s=300) == "done"
+    shown = run_cli(env, "reproduce", seed, "--quick", "--claim", claim, "--report", "--json")
+    assert shown.returncode == 0, shown.stderr
+    [result] = json.loads(shown.stdout)
+    assert result["claim"] == claim and set(result["experiments"].values()) <= set(submitted[seed])
+    for row in result["rows"]:
+        assert row["measured"]["n"] == repetitions, row
+        if isinstance(row["than"], dict):
+            assert row["than"]["n"] == repetitions, row
+    assert result["holds"] is True, json.dumps(result, indent=1)
+    # The table people read says the same.
+    table = run_cli(env, "reproduce", seed, "--quick", "--claim", claim, "--report")
+    assert f"{claim}: " in table.stdout and "→ holds" in table.stdout, table.stdout
+    assert "1 claim(s) hold, 0 do not, 0 not measured" in table.stdout
