@@ -364,6 +364,7 @@ class Stat:
     siqr: float | None
     n: int
     unit: str
+    failed: int = 0  # the point's runs that ended failed (or cancelled): not in n
 
 
 @dataclass(frozen=True)
@@ -463,7 +464,8 @@ def measure_at(report: ExperimentReport | None, measure: Measure, at: dict[str, 
         for run in runs
         if run.status == "done" and (value := run_value(run, measure)) is not None
     ]
-    return Stat(median(values), siqr(values), len(values), unit)
+    failed = sum(1 for run in runs if run.status in ("failed", "cancelled"))
+    return Stat(median(values), siqr(values), len(values), unit, failed)
 
 
 def _each_values(

@@ -257,9 +257,12 @@ def _figure_key(figure: str) -> tuple[int, str]:
 def _stat(stat: Stat | float, unit: str) -> str:
     if isinstance(stat, float):
         return format_quantity(stat, unit)
+    failed = f", {stat.failed} failed" if stat.failed else ""
     if stat.median is None:
-        return "–"
-    return f"{format_quantity(stat.median, unit, stat.siqr)} (n={stat.n})"
+        return f"– (n=0{failed})"
+    # A spread below the value's last digits is rounding noise (1 ± 5.6e-17): none.
+    spread = stat.siqr if stat.siqr and stat.siqr > 1e-9 * abs(stat.median) else 0.0
+    return f"{format_quantity(stat.median, unit, spread)} (n={stat.n}{failed})"
 
 
 def _than(claim: Claim, row: Row) -> str:
@@ -369,7 +372,13 @@ def _print_markdown(out: Console, seed: Seed, results: list[ClaimResult], mode: 
 def _stat_json(stat: Stat | float) -> Any:
     if isinstance(stat, float):
         return stat
-    return {"median": stat.median, "siqr": stat.siqr, "n": stat.n, "unit": stat.unit}
+    return {
+        "median": stat.median,
+        "siqr": stat.siqr,
+        "n": stat.n,
+        "failed": stat.failed,
+        "unit": stat.unit,
+    }
 
 
 def _result_json(seed: Seed, result: ClaimResult, mode: str) -> dict[str, Any]:
