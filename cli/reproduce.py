@@ -181,9 +181,13 @@ def reproduce(
                 "queued"
             )
         if not wait:
-            flag = " --quick" if quick else ""
+            flags = "".join(
+                [" --quick" if quick else ""]
+                + [f" --figure {f}" for f in figure or ()]
+                + [f" --claim {c}" for c in claim or ()]
+            )
             console(stderr=True).print(
-                f"once they are done: ccbench reproduce {seed}{flag} --report (or --wait next time)"
+                f"once they are done: ccbench reproduce {seed}{flags} --report (or --wait next time)"
             )
             return
         for file, experiment_id in experiments.items():
