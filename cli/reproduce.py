@@ -187,7 +187,8 @@ def reproduce(
                 + [f" --claim {c}" for c in claim or ()]
             )
             console(stderr=True).print(
-                f"once they are done: ccbench reproduce {seed}{flags} --report (or --wait next time)"
+                f"once they are done: ccbench reproduce {seed}{flags} --report "
+                "(or --wait next time)"
             )
             return
         for file, experiment_id in experiments.items():
