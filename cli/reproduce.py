@@ -5,6 +5,7 @@ The claims and the quick variant are defined once, in the seed's claims.yaml
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import typer
@@ -285,8 +286,14 @@ def _at(row: Row) -> str:
 
 
 def _short_value(value: Any) -> str:
+    """An axis value in a row's `at`: a list of flows by its mix, none for no value (e.g. no
+    send jitter), a mapping as compact JSON."""
     if isinstance(value, list):
         return flow_mix(value)
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"))
     return str(value)
 
 
@@ -358,11 +365,16 @@ def _print_markdown(out: Console, seed: Seed, results: list[ClaimResult], mode: 
         if not chosen:
             continue
         out.print(f"\n**Fig. {fig.id}** ({mode}): {fig.title}\n")
+        for note in fig.notes:
+            out.print(f"- {note}")
+        if fig.notes:
+            out.print("")
         out.print("| claim | at | measured (median ± SIQR, n) | compared with | ratio | verdict |")
         out.print("|---|---|---|---|---|---|")
         for result in chosen:
             claim = result.claim
-            name = f"`{claim.id}`: {claim.statement}"
+            paper = f" (paper: {claim.paper})" if claim.paper else ""
+            name = f"`{claim.id}`: {claim.statement}{paper}"
             if not result.rows:
                 out.print(f"| {name} | | | | | not measured |")
             for i, row in enumerate(result.rows):
