@@ -119,7 +119,7 @@ def runs_table(runs: list[dict[str, Any]], axes: list[str]) -> Table:
         grid.add_row(
             str(run["order_index"] + 1),
             short(run["id"]),
-            *(str(run["axis_values"].get(axis, "")) for axis in axes),
+            *(value_text(run["axis_values"].get(axis, "")) for axis in axes),
             str(run["repetition"]),
             status_text(run["status"]),
             detail,
