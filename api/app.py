@@ -9,6 +9,8 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import RedirectResponse
 
 from api.campaigns.endpoints import router as campaigns_router
+from api.compare.endpoints import router as compare_router
+from api.docs import install_docs
 from api.errors import errors_as_json, install_error_handlers
 from api.experiments.endpoints import router as experiments_router
 from api.hosts.endpoints import router as hosts_router
@@ -32,6 +34,8 @@ async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
 def create_app() -> FastAPI:
     app = FastAPI(
         lifespan=lifespan,
+        docs_url=None,  # served from local assets: api/docs.py
+        redoc_url=None,
         title="ccbench",
         version=CCBENCH_VERSION,
         description="Congestion-control experiment orchestration: submit experiment matrices, "
@@ -42,11 +46,13 @@ def create_app() -> FastAPI:
     app.include_router(teams_router)
     app.include_router(experiments_router)
     app.include_router(runs_router)
+    app.include_router(compare_router)
     app.include_router(hosts_router)
     app.include_router(campaigns_router)
     app.include_router(internal_router)
     app.include_router(pages_router)
     install_page_handlers(app)
+    install_docs(app)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -11,11 +11,19 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ccbench.errors import CCBenchError, Conflict, NotFound, Unauthorized, ValidationFailed
+from ccbench.errors import (
+    CCBenchError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+    ValidationFailed,
+)
 from schemas.matrix import field_path, reason_of
 
 HTTP_STATUS: dict[type[CCBenchError], int] = {
     Unauthorized: 401,
+    Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
     ValidationFailed: 422,
@@ -40,14 +48,23 @@ def _documented(description: str) -> dict[str, Any]:
 
 
 # The error responses of the /v1 routes (OpenAPI), with the body they really send: every route
-# may answer AUTHENTICATED; routes of one resource add NOT_FOUND, state changes CONFLICT.
+# may answer AUTHENTICATED; routes of one resource add NOT_FOUND, routes that need a scope
+# above read or a resource of the caller's own FORBIDDEN, state changes CONFLICT.
 AUTHENTICATED: dict[int | str, dict[str, Any]] = {
     400: _documented("a body that is not JSON"),
     401: _documented("missing, invalid, revoked or expired token"),
     413: _documented("request body too large"),
     422: _documented("invalid input: `errors` names each field and the reason"),
 }
-NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _documented("no such resource for this team")}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: _documented("no such resource, or none this team may read")
+}
+FORBIDDEN: dict[int | str, dict[str, Any]] = {
+    403: _documented(
+        "the token's scope does not allow this, or the resource is another team's (shared "
+        "read-only)"
+    )
+}
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: _documented("the resource is in a state that does not allow this")
 }

@@ -18,3 +18,8 @@ def figure(
     if target is not None:
         line["target"] = target
     print(json.dumps(line), flush=True)
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile of timings (nearest rank)."""
+    return sorted(values)[max(0, int(round(0.95 * len(values))) - 1)]

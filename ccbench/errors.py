@@ -27,6 +27,13 @@ class Unauthorized(CCBenchError):
     code = "unauthorized"
 
 
+class Forbidden(CCBenchError):
+    """The caller is known but may not do this: a token without the scope, or a resource
+    another team shared read-only."""
+
+    code = "forbidden"
+
+
 class NotFound(CCBenchError):
     code = "not_found"
 

@@ -5,16 +5,39 @@ no broker message yet: the dispatcher (ccbench.dispatch) sends them after the co
 
 import hashlib
 import json
+import secrets
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ccbench.db.models import Experiment, ExperimentTag, Host, IdempotencyKey, Run, Team
+from ccbench.browse import derive
+from ccbench.db.models import (
+    Experiment,
+    ExperimentFacet,
+    ExperimentTag,
+    Host,
+    IdempotencyKey,
+    Run,
+    Team,
+)
 from ccbench.errors import ValidationFailed
 from ccbench.runstate import ExperimentStatus, RunStatus
 from ccbench.workerpool import Requirements, refusal, requirements_of
-from schemas import ExperimentSpec, RunPoint, SpecError, Submission, expand_submission
+from schemas import (
+    ExperimentSpec,
+    MatrixSpec,
+    RunPoint,
+    SpecError,
+    Submission,
+    errors_of,
+    expand_submission,
+)
+from schemas.units import SI_NUMBERS, WITH_UNITS
+
+SUBMISSION: TypeAdapter[ExperimentSpec | MatrixSpec] = TypeAdapter(Submission)
 
 
 @dataclass(frozen=True)
@@ -99,18 +122,23 @@ def create_experiment(
     idempotency_key: str | None = None,
     repetitions: int = 1,
     occurrence: OccurrenceLink | None = None,
+    source: Experiment | None = None,
 ) -> tuple[Experiment, list[Run]]:
     """Store the experiment and one queued run per matrix point and repetition, in the
     caller's transaction; the dispatcher sends the runs once it has committed. With an
     Idempotency-Key the experiment an earlier request created with it is returned (and no run).
+    `source`: the experiment this one runs again (ccbench.experiments.rerun).
 
     The matrix is expanded (and its size checked against `run_limit`) before anything is
-    stored, so a refused submission leaves the database untouched."""
+    stored, so a refused submission leaves the database untouched. A submission without a
+    seed is stored with the one chosen for it, so running it again reproduces every run's."""
     digest = submission_digest(submission)
     if idempotency_key is not None:
         earlier = replayed(session, team, idempotency_key, digest)
         if earlier is not None:
             return earlier, []
+    if submission.seed is None:
+        submission = submission.model_copy(update={"seed": secrets.randbelow(2**31)})
     try:
         points = expand_submission(submission, limit=run_limit, repetitions=repetitions)
     except SpecError as exc:
@@ -118,6 +146,8 @@ def create_experiment(
     _check_hosts_registered(session, team, [point.spec for point in points])
     _check_some_worker_can_run(session, points)
 
+    # Repetitions of a point differ only in their seed: one spec per point describes them.
+    derived = derive(p.spec.model_dump(mode="json") for p in points if p.repetition == 0)
     experiment = Experiment(
         team_id=team.id,
         name=submission.name,
@@ -131,9 +161,17 @@ def create_experiment(
         campaign_id=occurrence.campaign_id if occurrence else None,
         occurrence_id=occurrence.occurrence_id if occurrence else None,
         path=occurrence.path if occurrence else None,
+        source_experiment_id=source.id if source else None,
+        algorithms=derived.algorithms,
+        testbed=derived.testbed,
+        status_counts={RunStatus.queued.value: len(points)},
     )
     session.add(experiment)
     session.flush()
+    session.add_all(
+        ExperimentFacet(experiment_id=experiment.id, key=key, value=value)
+        for key, value in sorted(derived.facets)
+    )
     runs = [
         Run(
             experiment_id=experiment.id,
@@ -153,3 +191,51 @@ def create_experiment(
                                    request_sha256=digest, experiment_id=experiment.id))  # fmt: skip
     session.flush()
     return experiment, runs
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON Merge Patch: objects merge key by key, null removes a key, anything else
+    replaces the target's value."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def stored_submission(experiment: Experiment, runs: list[Run]) -> dict[str, Any]:
+    """The experiment's stored submission as a user would write it (quantities with their
+    units), with the seed its runs used when it was chosen for them."""
+    model = SUBMISSION.validate_python(experiment.submission, context=SI_NUMBERS)
+    if model.seed is None and isinstance(model, ExperimentSpec) and len(runs) == 1:
+        model = model.model_copy(update={"seed": runs[0].seed})
+    document: dict[str, Any] = model.model_dump(mode="json", context=WITH_UNITS)
+    return document
+
+
+def rerun(
+    session: Session,
+    team: Team,
+    source: Experiment,
+    edits: dict[str, Any] | None,
+    *,
+    run_limit: int,
+    idempotency_key: str | None = None,
+) -> tuple[Experiment, list[Run]]:
+    """Run an experiment again: its stored submission, changed by `edits` (a JSON Merge Patch
+    in the submission's terms, e.g. {"repetitions": 5} or {"base": {"duration": "30s"}}), as a
+    new experiment of `team` linked to the source. Without edits every run gets the seed it
+    had, so the new experiment reproduces the old one; `{"seed": null}` draws new seeds."""
+    runs = list(session.scalars(select(Run).where(Run.experiment_id == source.id).limit(2)))
+    document = merge_patch(stored_submission(source, runs), edits or {})
+    try:
+        submission = SUBMISSION.validate_python(document)
+    except ValidationError as exc:
+        errors = [{"field": e["loc"] or "edits", "reason": e["msg"]} for e in errors_of(exc)]
+        raise ValidationFailed.of(errors, "invalid submission after the edits") from exc
+    return create_experiment(session, team, submission, run_limit=run_limit,
+                             idempotency_key=idempotency_key, source=source)  # fmt: skip

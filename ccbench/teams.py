@@ -1,6 +1,9 @@
-"""Teams and their API tokens. A token belongs to one team; everything a request sees is that
-team's. Only a token's SHA-256 is stored: the secret is shown once, when it is created. A token
-may expire; a revoked or expired token is refused at once."""
+"""Teams and their API tokens. A token belongs to one team; a request sees that team's
+resources and those other teams shared with it (ccbench.sharing). Only a token's SHA-256 is
+stored: the secret is shown once, when it is created. A token may expire; a revoked or expired
+token is refused at once. Its scope bounds what it may do: `read` reads, `write` also submits
+and changes the team's experiments (and its host inventory), `admin` also manages the team's
+tokens and shares its resources with other teams."""
 
 import hashlib
 import secrets
@@ -10,11 +13,21 @@ from datetime import datetime
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from ccbench.access import Scope
 from ccbench.db.models import ApiToken, Team, utcnow
-from ccbench.errors import Conflict, NotFound, ValidationFailed
+from ccbench.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from schemas.limits import NAME_MAX
 
 TOKEN_PREFIX = "ccb_"
+
+
+def require_scope(token: ApiToken, needed: Scope) -> None:
+    """Forbidden unless the token's scope covers `needed`."""
+    if not Scope(token.scope).allows(needed):
+        raise Forbidden(
+            f"this token's scope is {token.scope}: it needs {needed.value} (create one with "
+            f"`ccbench tokens create NAME --scope {needed.value}`)"
+        )
 
 
 def hash_token(token: str) -> str:
@@ -25,16 +38,15 @@ def new_token_secret() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-def authenticate(session: Session, token: str) -> Team | None:
-    """The team of a valid token (not revoked, not expired); None otherwise."""
-    row = session.scalar(
+def authenticate(session: Session, token: str) -> ApiToken | None:
+    """A valid token (not revoked, not expired) with its team; None otherwise."""
+    return session.scalar(
         select(ApiToken).where(
             ApiToken.token_hash == hash_token(token),
             ApiToken.revoked_at.is_(None),
             or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > utcnow()),
         )
     )
-    return row.team if row else None
 
 
 def _check_name(field: str, name: str) -> None:
@@ -60,14 +72,23 @@ def get_team_by_name(session: Session, name: str) -> Team:
 
 
 def create_token(
-    session: Session, team: Team, name: str, expires_at: datetime | None = None
+    session: Session,
+    team: Team,
+    name: str,
+    expires_at: datetime | None = None,
+    scope: Scope = Scope.admin,
 ) -> str:
-    """Store a new token for the team and return its secret (shown only this once)."""
-    return issue_token(session, team, name, expires_at)[1]
+    """Store a new token for the team and return its secret (shown only this once). The
+    operator's command (`ccbench admin create-token`) makes admin tokens by default."""
+    return issue_token(session, team, name, expires_at, scope)[1]
 
 
 def issue_token(
-    session: Session, team: Team, name: str, expires_at: datetime | None = None
+    session: Session,
+    team: Team,
+    name: str,
+    expires_at: datetime | None = None,
+    scope: Scope = Scope.read,
 ) -> tuple[ApiToken, str]:
     """A new token of the team: its row and its secret (shown only this once)."""
     _check_name("name", name)
@@ -75,7 +96,7 @@ def issue_token(
         raise ValidationFailed.field("expires_at", "must be a future time with its time zone")
     secret = new_token_secret()
     token = ApiToken(team_id=team.id, name=name, token_hash=hash_token(secret),
-                     expires_at=expires_at)  # fmt: skip
+                     expires_at=expires_at, scope=Scope(scope).value)  # fmt: skip
     session.add(token)
     session.flush()
     return token, secret
@@ -96,7 +117,8 @@ def ensure_bootstrap(session: Session, team_name: str, secret: str) -> Team:
     digest = hash_token(secret)
     token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
     if token is None:
-        session.add(ApiToken(team_id=team.id, name="bootstrap", token_hash=digest))
+        session.add(ApiToken(team_id=team.id, name="bootstrap", token_hash=digest,
+                             scope=Scope.admin.value))  # fmt: skip
         session.flush()
     elif token.team_id != team.id:
         raise Conflict("CCBENCH_BOOTSTRAP_TOKEN already belongs to another team")

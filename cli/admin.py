@@ -8,11 +8,12 @@ from typing import Annotated
 
 import typer
 
+from ccbench.access import Scope
 from ccbench.errors import CCBenchError
 from ccbench.settings import get_settings
 from cli.client import ClientError
 from cli.render import console
-from cli.tokens import ExpiresInDays, expiry
+from cli.tokens import SCOPE_HELP, ExpiresInDays, expiry
 
 app = typer.Typer(name="admin", help="Teams and API tokens, in the database directly.")
 
@@ -36,6 +37,7 @@ def create_token(
     team: Annotated[str, typer.Option(help="the team's name")],
     name: Annotated[str, typer.Option(help="what the token is for")] = "cli",
     expires_in_days: ExpiresInDays = None,
+    scope: Annotated[Scope, typer.Option(help=SCOPE_HELP)] = Scope.admin,
 ) -> None:
     """Create an API token for a team; its secret is printed once."""
     from ccbench import teams
@@ -44,11 +46,11 @@ def create_token(
     try:
         with session_scope() as session:
             found = teams.get_team_by_name(session, team)
-            token = teams.create_token(session, found, name, expiry(expires_in_days))
+            token = teams.create_token(session, found, name, expiry(expires_in_days), scope)
     except CCBenchError as exc:
         raise ClientError(exc.message) from exc
     console().print(token)
-    console(stderr=True).print(f"(token for team {team}; it is shown only once)")
+    console(stderr=True).print(f"({scope.value} token for team {team}; it is shown only once)")
 
 
 @app.command()

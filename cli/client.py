@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import tenacity
+import yaml
 
 from ccbench.settings import Settings, get_settings
 
@@ -64,10 +67,27 @@ class Client:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise Unreachable(
-                f"cannot reach the ccbench API at {self.config.api_url} ({exc}). "
-                "Start it with `ccbench up` (embedded) or `ccbench api`, or set CCBENCH_API_URL."
-            ) from exc
+            raise self._unreachable(exc) from exc
+        return self._checked(method, path, response)
+
+    @contextlib.contextmanager
+    def stream(self, method: str, path: str, **kwargs: Any) -> Iterator[httpx.Response]:
+        """A response read as it arrives (a run's bundle), with the same errors as `send`."""
+        try:
+            with self._http.stream(method, path, **kwargs) as response:
+                if response.status_code >= 400:
+                    response.read()
+                yield self._checked(method, path, response)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: Exception) -> Unreachable:
+        return Unreachable(
+            f"cannot reach the ccbench API at {self.config.api_url} ({exc}). "
+            "Start it with `ccbench up` (embedded) or `ccbench api`, or set CCBENCH_API_URL."
+        )
+
+    def _checked(self, method: str, path: str, response: httpx.Response) -> httpx.Response:
         if response.status_code == 401:
             raise ClientError(
                 f"the API at {self.config.api_url} refused the token from {self.config.source}: "
@@ -145,3 +165,15 @@ def _message(response: httpx.Response) -> str:
 def client() -> Client:
     """A client for the configured API (environment, else the embedded stack's file)."""
     return Client(load_config(get_settings()))
+
+
+def load_document(path: Path) -> Any:
+    """A spec file (YAML, or JSON, which is YAML) as the API takes it."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClientError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ClientError(f"{path} is not valid YAML/JSON: {exc}") from exc

@@ -1,19 +1,23 @@
-"""Experiment commands, as a client of the REST API: submit, list, status, report, compare,
-export, cancel, logs. Every id argument takes a unique prefix (cli/ids.py)."""
+"""Experiment commands, as a client of the REST API: submit, list (every experiment the team
+may read: its own, shared with it, public), status, report, compare (one experiment's matrix,
+or several experiments, points and runs), export, cancel, logs. Every id argument takes a
+unique prefix (cli/ids.py)."""
 
 from __future__ import annotations
 
 import sys
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import typer
-import yaml
 
+from ccbench.access import Access
 from ccbench.runstate import ExperimentStatus
-from cli.client import Client, ClientError, client
+from cli.client import Client, ClientError, client, load_document
 from cli.ids import completion, resolve
+from cli.options import AGGREGATE_METRICS, JsonFlag, complete_aggregate_metric
 from cli.progress import follow
 from cli.render import (
     console,
@@ -23,16 +27,19 @@ from cli.render import (
     short,
     status_text,
     table,
+    team_text,
     when,
 )
-from schemas.metrics import BYTE, KEY_METRICS, METRICS, format_quantity, metrics_of
+from schemas.metrics import BYTE, KEY_METRICS, METRICS, Metric, format_quantity, metrics_of
 
 PANEL = "Experiments"
 app = typer.Typer()
 
 # Metrics drawn against the matrix axes by `report --plot`: the key metrics.
 PLOTTED_METRICS = tuple(m.name for m in KEY_METRICS)
-AGGREGATE_METRICS = [m.name for m in metrics_of("aggregate")]
+FLOW_METRICS = [m.name for m in metrics_of("flow")]
+# Metric columns of `list` unless --metric chooses.
+LISTED_METRICS = ("utilization", "goodput_bps")
 
 ExperimentId = Annotated[
     str,
@@ -50,26 +57,6 @@ RunId = Annotated[
         show_default=False,
     ),
 ]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print the API's JSON instead")]
-
-
-def _load_file(path: Path) -> Any:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ClientError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ClientError(f"{path} is not valid YAML/JSON: {exc}") from exc
-
-
-def _aggregate_metric(name: str) -> str:
-    if name not in AGGREGATE_METRICS:
-        raise typer.BadParameter(
-            f"{name!r} is not an aggregate metric; one of: " + ", ".join(AGGREGATE_METRICS)
-        )
-    return name
 
 
 def _exit_unless_done(status: str) -> None:
@@ -97,7 +84,7 @@ def submit(
 
     With --wait, follow its runs and print its report; exit 1 unless it ends done."""
     api = client()
-    created = api.post_once("/v1/experiments", _load_file(file))
+    created = api.post_once("/v1/experiments", load_document(file))
     out = console()
     out.print(
         f"experiment {created['id']} ({created['name']}): {created['run_count']} run(s) queued"
@@ -109,44 +96,180 @@ def submit(
     _exit_unless_done(status)
 
 
+def _instant(text: str | None, option: str, *, end_of_day: bool = False) -> str | None:
+    """An RFC 3339 instant for the API from what a person types: a date (`2026-11-01`, local
+    midnight; with `end_of_day` the midnight after it, so the day is included) or a date and
+    time (in the local time zone unless it names one: `2026-11-01T09:00+01:00`)."""
+    if text is None:
+        return None
+    try:
+        if len(text) == len("2026-11-01"):
+            day = date.fromisoformat(text)
+            start = datetime.combine(day + timedelta(days=1 if end_of_day else 0), time())
+            return start.astimezone().isoformat()
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is neither a date (2026-11-01) nor a date and time (2026-11-01T09:00)",
+            param_hint=option,
+        ) from None
+    return (moment if moment.tzinfo else moment.astimezone()).isoformat()
+
+
+def _metric_columns(names: list[str]) -> list[Metric]:
+    unknown = [n for n in names if n not in AGGREGATE_METRICS]
+    if unknown:
+        raise typer.BadParameter(
+            f"{', '.join(unknown)}: not an aggregate metric; one of: "
+            + ", ".join(AGGREGATE_METRICS),
+            param_hint="--metric",
+        )
+    return [METRICS[n] for n in names]
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return " ".join(f"{n} {s}" for s, n in counts.items())
+
+
 @app.command("list", rich_help_panel=PANEL)
 def list_experiments(
-    status: Annotated[
-        ExperimentStatus | None,
-        typer.Option(help="only experiments in this state", show_default=False),
+    text: Annotated[
+        str | None,
+        typer.Option(
+            "--text", "-q", help="in the name, description, notes or a tag, or an id prefix"
+        ),
     ] = None,
-    tag: Annotated[str | None, typer.Option(help="only experiments with this tag")] = None,
     name: Annotated[
         str | None, typer.Option(help="only experiments whose name contains this")
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(help="only experiments with this tag (repeat: with every one)"),
+    ] = None,
+    algorithm: Annotated[
+        list[str] | None,
+        typer.Option(help="a flow runs this algorithm, e.g. cubic (repeat: any of them)"),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="PATH=VALUE",
+            help="a run's spec has this value, in any unit, e.g. topology.bottleneck.delay=20ms "
+            "or 'flows[*].params.beta=0.5' (repeat: every one)",
+        ),
+    ] = None,
+    status: Annotated[
+        list[ExperimentStatus] | None,
+        typer.Option(
+            help="only experiments in this state (repeat: any of them)", show_default=False
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            metavar="WHEN",
+            help="created at or after: a date (2026-11-01, local midnight) or a date and time "
+            "(2026-11-01T09:00, local unless it names its zone: ...+01:00, ...Z)",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            metavar="WHEN",
+            help="created before this date and time, or up to the end of this date",
+        ),
+    ] = None,
+    team: Annotated[str | None, typer.Option(help="owned by the team of this name")] = None,
+    access: Annotated[
+        Access | None,
+        typer.Option(
+            help="own: your team's; shared: another team's shared with yours by name; "
+            "public: another team's made public (default: all of them)",
+            show_default=False,
+        ),
+    ] = None,
+    testbed: Annotated[
+        str | None, typer.Option(help="only experiments on this testbed: mininet or hosts")
+    ] = None,
+    pinned: Annotated[bool, typer.Option("--pinned", help="only those your team pinned")] = False,
+    sort: Annotated[
+        str | None,
+        typer.Option(
+            metavar="COLUMN",
+            help="sort by id, name, team, created, status, runs, algorithms, testbed, tags, "
+            "pinned or an aggregate metric (e.g. utilization); default: pinned first, then "
+            "newest",
+            show_default=False,
+        ),
+    ] = None,
+    desc: Annotated[bool, typer.Option("--desc", help="sort descending")] = False,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="a column of this aggregate metric, the median over the done runs (repeat; "
+            "default: " + ", ".join(LISTED_METRICS) + ")",
+            autocompletion=complete_aggregate_metric,
+            show_default=False,
+        ),
     ] = None,
     page: Annotated[int, typer.Option(min=1, help="which page of results")] = 1,
     page_size: Annotated[int, typer.Option(min=1, max=200, help="experiments a page")] = 50,
     as_json: JsonFlag = False,
 ) -> None:
-    """The team's experiments, newest first."""
-    params: dict[str, Any] = {"page": page, "page_size": page_size}
-    filters = {"status": status.value if status else None, "tag": tag, "name": name}
-    params.update({k: v for k, v in filters.items() if v})
-    found = client().get("/v1/experiments", params=params)
-    out = console()
+    """The experiments your team may read: its own, shared with it, public.
+
+    Filters combine (all must hold). `*` marks the ones your team pinned; another team's are
+    marked shared or public beside their team. Metrics are the medians over the done runs."""
+    columns = _metric_columns(metric or list(LISTED_METRICS))
+    params: dict[str, Any] = {
+        "q": text,
+        "name": name,
+        "tag": tag or None,
+        "algorithm": algorithm or None,
+        "param": param or None,
+        "status": [s.value for s in status] if status else None,
+        "created_after": _instant(since, "--since"),
+        "created_before": _instant(until, "--until", end_of_day=True),
+        "team": team,
+        "access": access.value if access else None,
+        "testbed": testbed,
+        "pinned": True if pinned else None,
+        "sort": f"-{sort}" if sort and desc else sort,
+        "page": page,
+        "page_size": page_size,
+    }
+    found = client().get("/v1/experiments", params={k: v for k, v in params.items() if v})
     if as_json:
         print_json(found)
         return
-    grid = table("id", "name", "status", "runs", "tags", "created", right=("runs",))
+    zone = datetime.now().astimezone().strftime("%Z")
+    headings = [m.label for m in columns]
+    grid = table(
+        "", "id", "name", "status", "runs", "run states", "team", "tags", f"created ({zone})",
+        "algorithms", "testbed", *headings, right=("runs", *headings),
+    )  # fmt: skip
     for item in found["items"]:
         grid.add_row(
+            "*" if item["pinned"] else "",
             short(item["id"]),
             item["name"],
             status_text(item["status"]),
             str(item["run_count"]),
+            _counts_text(item["status_counts"]),
+            team_text(item),
             ", ".join(item["tags"]),
             when(item["created_at"]),
+            " ".join(item["algorithms"]),
+            " ".join(item["testbeds"]),
+            *(format_quantity(item["metrics"].get(m.name), m.unit) for m in columns),
         )
     if found["items"]:
-        out.print(grid)
+        console().print(grid)
     first = (found["page"] - 1) * found["page_size"]
-    shown = f"{first + 1}-{first + len(found['items'])} of " if found["items"] else ""
-    console(stderr=True).print(f"{shown}{found['total']} experiment(s)")
+    last = first + len(found["items"])
+    shown = f"{first + 1}-{last} of " if found["items"] else ""
+    more = f" (--page {found['page'] + 1} for more)" if last < found["total"] else ""
+    console(stderr=True).print(f"{shown}{found['total']} experiment(s){more}")
 
 
 @app.command(rich_help_panel=PANEL)
@@ -222,28 +345,82 @@ def plot_report(api: Client, found: dict[str, Any], directory: Path) -> list[Pat
     return write_experiment_figures(found, runs, comparisons, directory, submission)
 
 
+def _point(text: str) -> str:
+    """EXPERIMENT:INDEX with the experiment's prefix resolved."""
+    experiment, sep, index = text.rpartition(":")
+    if not sep or not experiment or not index.isdigit():
+        raise typer.BadParameter(
+            f"{text!r} is not EXPERIMENT:INDEX, e.g. 3f9c1a2b:4 (`ccbench status` shows the "
+            "point of each run)",
+            param_hint="--point",
+        )
+    return f"{resolve('experiment', experiment)}:{index}"
+
+
+def _complete_any_metric(incomplete: str) -> list[str]:
+    return [m for m in METRICS if m.startswith(incomplete)]
+
+
 @app.command(rich_help_panel=PANEL)
 def compare(
-    experiment: ExperimentId,
     metric: Annotated[
         str,
         typer.Option(
-            help="the aggregate metric to compare: " + ", ".join(AGGREGATE_METRICS),
-            callback=_aggregate_metric,
-            autocompletion=lambda incomplete: [
-                m for m in AGGREGATE_METRICS if m.startswith(incomplete)
-            ],
+            help="the metric: an aggregate one (" + ", ".join(AGGREGATE_METRICS) + "), or "
+            "with --per-flow a flow's (" + ", ".join(FLOW_METRICS) + ")",
+            autocompletion=_complete_any_metric,
             show_default=False,
         ),
     ],
     x: Annotated[
         str,
-        typer.Option("--x", help="the matrix axis on the x axis, e.g. topology.bottleneck.buffer"),
+        typer.Option(
+            "--x",
+            help="the x axis: a matrix axis or any spec field, e.g. topology.bottleneck.buffer "
+            "or 'flows[*].algorithm'; or experiment; with --per-flow also flow (its index) or "
+            "algorithm (its own)",
+            show_default=False,
+        ),
     ],
+    experiments: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="EXPERIMENT",
+            help="experiments (ids or unique prefixes), every run of each; any team's that "
+            "your team may read",
+            autocompletion=completion("experiment"),
+            show_default=False,
+        ),
+    ] = None,
     by: Annotated[
         str | None,
-        typer.Option(help="one series per value of this axis, e.g. 'flows[*].algorithm'"),
+        typer.Option(
+            help="one series per value of this (the same choices as --x); default: one per "
+            "experiment when several are compared, else one of every run; '' for one anyway",
+            show_default=False,
+        ),
     ] = None,
+    point: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="EXPERIMENT:INDEX",
+            help="also one matrix point of an experiment (its repetitions), e.g. 3f9c1a2b:4 "
+            "(repeat)",
+            show_default=False,
+        ),
+    ] = None,
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="also one run (id or unique prefix; repeat)",
+            autocompletion=completion("run"),
+            show_default=False,
+        ),
+    ] = None,
+    per_flow: Annotated[
+        bool,
+        typer.Option("--per-flow", help="each flow's value of the metric, not the run's aggregate"),
+    ] = False,
     as_json: JsonFlag = False,
     plot: Annotated[
         Path | None,
@@ -254,32 +431,61 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """One aggregate metric against a matrix axis, a series per value of another.
+    """One metric against an axis, over experiments, matrix points and runs.
 
-    Each point is the median ± SIQR over repetitions."""
-    params = {"metric": metric, "x": x}
-    if by:
+    The x axis is a matrix axis or any spec field, with a series per value of another; the
+    experiments may be any team's that your team may read. Each point is the median ± SIQR
+    over the runs (or, with --per-flow, the flows) that fall on it, e.g. the repetitions of
+    a matrix point: `ccbench compare EXPERIMENT --metric M --x AXIS --by AXIS` is one
+    experiment's matrix; with several experiments the series are the experiments. Prints the
+    comparison's page (its permalink) too."""
+    scope = "flow" if per_flow else "aggregate"
+    allowed = FLOW_METRICS if per_flow else AGGREGATE_METRICS
+    if metric not in allowed:
+        raise typer.BadParameter(
+            f"{metric!r} is not {'a flow' if per_flow else 'an aggregate'} metric; one of: "
+            + ", ".join(allowed),
+            param_hint="--metric",
+        )
+    if not (experiments or point or run):
+        raise typer.BadParameter(
+            "give experiments, --point EXPERIMENT:INDEX or --run RUN", param_hint="EXPERIMENT"
+        )
+    params: dict[str, Any] = {
+        "experiment": [resolve("experiment", e) for e in experiments or []],
+        "point": [_point(p) for p in point or []],
+        "run": [resolve("run", r) for r in run or []],
+        "metric": metric,
+        "x": x,
+        "scope": scope,
+    }
+    if by is not None:
         params["by"] = by
-    experiment_id = resolve("experiment", experiment)
-    result = client().get(f"/v1/experiments/{experiment_id}/compare", params=params)
+    api = client()
+    result = api.get("/v1/compare", params=params)
     if plot:
         from ccbench.plots.figures import write_figure
-        from ccbench.plots.matrix import comparison_figure_data
+        from ccbench.plots.matrix import cross_comparison_figure_data
 
-        for path in write_figure(comparison_figure_data(result), plot):
+        for path in write_figure(cross_comparison_figure_data(result), plot):
             console(stderr=True).print(f"wrote {path}")
-    out = console()
     if as_json:
         print_json(result)
         return
+    out = console()
     unit = METRICS[result["metric"]].unit
-    out.print(f"{result['metric']} (median ± SIQR, n repetitions) against {result['x']}")
+    what = "each flow's" if per_flow else "each run's"
+    out.print(f"{result['metric']} ({what}; median ± SIQR, n values) against {result['x']}")
+    for e in result["experiments"]:
+        runs = f"{e['runs']} run" + ("" if e["runs"] == 1 else "s")
+        out.print(f"  {e['short_id']} {e['name']} (team {team_text(e)}): {runs}")
     for series in result["series"]:
         if result.get("by"):
-            out.print(f"{result['by']} = {series['by']}")
-        for point in series["points"]:
-            shown = format_quantity(point["median"], unit, point["siqr"])
-            out.print(f"  {result['x']}={point['x']}: {shown} (n={point['n']})")
+            out.print(f"{result['by']} = {series['label']}")
+        for p in series["points"]:
+            shown = format_quantity(p["median"], unit, p["siqr"])
+            out.print(f"  {result['x']}={p['label']}: {shown} (n={p['n']})")
+    out.print(f"page: {api.config.api_url.rstrip('/')}{result['permalink']}")
 
 
 @app.command(rich_help_panel=PANEL)

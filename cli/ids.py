@@ -1,6 +1,7 @@
-"""Ids as people type them: any unique prefix of an experiment's, a run's or a token's id,
-resolved through the API (`?id_prefix=` of the listings); an ambiguous prefix is refused
-naming the candidates. Also the shell completion of ids."""
+"""Ids as people type them: any unique prefix of an experiment's, a run's, a campaign's or a
+token's id, resolved through the API (`?id_prefix=` of the listings: the team's own and what
+other teams shared with it); an ambiguous prefix is refused naming the candidates. Also the
+shell completion of ids."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from cli.client import ClientError, client
 from cli.render import short, when
 from schemas.limits import ID_LENGTH
 
-Kind = Literal["experiment", "run", "token"]
+Kind = Literal["experiment", "run", "token", "campaign"]
 # Candidates an ambiguous prefix names (the total is given too).
 CANDIDATES_SHOWN = 10
 _HEX = re.compile(r"[0-9a-f]+")
-_LISTING = {"experiment": "/v1/experiments", "run": "/v1/runs"}
+_LISTING = {"experiment": "/v1/experiments", "run": "/v1/runs", "campaign": "/v1/campaigns"}
 
 
 def _describe(kind: Kind, item: dict[str, Any]) -> str:
@@ -26,6 +27,11 @@ def _describe(kind: Kind, item: dict[str, Any]) -> str:
         return (
             f"{item['id']}  run {item['order_index'] + 1} of experiment "
             f"{short(item['experiment_id'])}  {item['status']}"
+        )
+    if kind == "campaign":
+        return (
+            f"{item['id']}  {item['name']}  {item['state']}  team {item['team']}  "
+            f"created {when(item['created_at'])}"
         )
     return f"{item['id']}  {item['name']}  created {when(item['created_at'])}"
 
@@ -44,7 +50,8 @@ def _unique(kind: Kind, prefix: str, matches: list[dict[str, Any]], total: int) 
     if total == 1:
         return str(matches[0]["id"])
     if total == 0:
-        raise ClientError(f"no {kind} of your team has an id starting with {prefix}")
+        whose = "of your team" if kind == "token" else "of your team or shared with it"
+        raise ClientError(f"no {kind} {whose} has an id starting with {prefix}")
     lines = "".join(f"\n  {_describe(kind, item)}" for item in matches[:CANDIDATES_SHOWN])
     more = f"\n  ... and {total - CANDIDATES_SHOWN} more" if total > CANDIDATES_SHOWN else ""
     raise ClientError(
@@ -54,7 +61,8 @@ def _unique(kind: Kind, prefix: str, matches: list[dict[str, Any]], total: int) 
 
 
 def resolve(kind: Kind, given: str) -> str:
-    """The full id of the team's one experiment, run or token whose id starts with `given`."""
+    """The full id of the one experiment, run or campaign the team may read, or of its one
+    token, whose id starts with `given`."""
     prefix = _checked(kind, given)
     api = client()
     if kind == "token":  # the team's tokens are few: the API lists them all
@@ -64,7 +72,9 @@ def resolve(kind: Kind, given: str) -> str:
     return _unique(kind, prefix, page["items"], page["total"])
 
 
-def completion(kind: Literal["experiment", "run"]) -> Callable[[str], list[tuple[str, str]]]:
+def completion(
+    kind: Literal["experiment", "run", "campaign"],
+) -> Callable[[str], list[tuple[str, str]]]:
     """Shell completion of the ids of `kind` that start with what is typed, each with what it
     is; nothing when the API cannot be asked (completion must never fail loudly)."""
 

@@ -141,7 +141,8 @@ def worker() -> None:
 
 @app.command(rich_help_panel=PANEL)
 def scheduler() -> None:
-    """Run the scheduler: dispatch queued runs, reap dead workers' runs."""
+    """Run the scheduler: fire due campaign occurrences, dispatch queued runs, reap dead
+    workers' runs (any number of schedulers may run; each occurrence fires once)."""
     from cli import stack
 
     os.execv(sys.executable, stack.scheduler_command())

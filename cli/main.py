@@ -12,13 +12,13 @@ import typer
 
 from ccbench.settings import private_files
 from ccbench.version import CCBENCH_VERSION
-from cli import admin, db, experiments, hosts, local, reproduce, tokens
+from cli import admin, browse, campaigns, db, experiments, hosts, local, reproduce, tokens
 from cli.client import ClientError
 from cli.render import console
 from schemas.matrix import reason_of
 
-COMMANDS = (experiments.app, reproduce.app, local.app)
-GROUPS = (hosts.app, tokens.app, admin.app, db.app)
+COMMANDS = (experiments.app, browse.app, reproduce.app, local.app)
+GROUPS = (hosts.app, campaigns.app, tokens.app, admin.app, db.app)
 
 app = typer.Typer(
     name="ccbench",

@@ -74,6 +74,13 @@ def when(timestamp: str | None) -> str:
     return datetime.fromisoformat(timestamp).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
+def team_text(item: dict[str, Any]) -> str:
+    """The team that owns an experiment or a campaign, marked when the caller's team reads it
+    as another team's: "netlab (shared)", "netlab (public)"."""
+    access = item.get("access", "own")
+    return item["team"] if access == "own" else f"{item['team']} ({access})"
+
+
 def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 

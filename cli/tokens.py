@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ccbench.access import Scope
 from cli.client import client
 from cli.ids import resolve
 from cli.render import console, short, status_text, table, when
@@ -17,6 +18,10 @@ ExpiresInDays = Annotated[
     float | None,
     typer.Option(metavar="DAYS", min=0, help="the token stops working then (default: never)"),
 ]
+SCOPE_HELP = (
+    "read: reads; write: also submits and changes the team's experiments and hosts; admin: "
+    "also manages tokens and shares"
+)
 
 
 def expiry(days: float | None) -> datetime | None:
@@ -27,12 +32,13 @@ def expiry(days: float | None) -> datetime | None:
 @app.command("list")
 def list_tokens() -> None:
     """The team's tokens (never their secrets)."""
-    grid = table("id", "name", "state", "created", "expires")
+    grid = table("id", "name", "scope", "state", "created", "expires")
     for token in client().get("/v1/tokens"):
         state = "revoked" if token["revoked_at"] else "active"
         grid.add_row(
             short(token["id"]),
             token["name"],
+            token["scope"],
             status_text(state),
             when(token["created_at"]),
             when(token["expires_at"]) if token["expires_at"] else "never",
@@ -44,15 +50,21 @@ def list_tokens() -> None:
 def create(
     name: Annotated[str, typer.Argument(help="what the token is for")],
     expires_in_days: ExpiresInDays = None,
+    scope: Annotated[Scope, typer.Option(help=SCOPE_HELP)] = Scope.read,
 ) -> None:
     """A new token; its secret is printed once."""
     expires = expiry(expires_in_days)
     created = client().post(
-        "/v1/tokens", json={"name": name, "expires_at": expires.isoformat() if expires else None}
+        "/v1/tokens",
+        json={
+            "name": name,
+            "scope": scope.value,
+            "expires_at": expires.isoformat() if expires else None,
+        },
     )
     console().print(created["token"])
     console(stderr=True).print(
-        f"(token {created['id']}, expires "
+        f"({created['scope']} token {created['id']}, expires "
         f"{when(created['expires_at']) if created['expires_at'] else 'never'}"
         "; it is shown only once)"
     )

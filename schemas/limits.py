@@ -7,4 +7,5 @@ TAGS_MAX = 50  # tags per experiment
 DESCRIPTION_MAX = 10_000
 AXIS_PATH_MAX = 200  # a matrix axis's field path
 IDEMPOTENCY_KEY_MAX = 200
+FACET_VALUE_MAX = 200  # a spec value the listing filters on, as text (longer ones are not kept)
 ID_LENGTH = 32  # every id: a UUID4 in hex (ccbench/db/models.py: new_id)

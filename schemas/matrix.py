@@ -5,6 +5,7 @@ of runs it stands for, checking the run count before building anything."""
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 import re
@@ -257,3 +258,53 @@ def _check_axes(matrix: MatrixSpec, base: dict[str, Any]) -> None:
                 raise SpecError(errors)
     if errors:
         raise SpecError(errors)
+
+
+def get_path(document: dict[str, Any], path: str) -> list[Any]:
+    """The values at `path` in a JSON document (as matrix axes write paths): one value, or one
+    per list item where the path says [*]; nothing where the document has no such field."""
+    found: list[Any] = [document]
+    for part in path.split("."):
+        match = _PATH_PART.fullmatch(part)
+        if match is None:
+            return []
+        items = [t[match["key"]] for t in found if isinstance(t, dict) and match["key"] in t]
+        for index in re.findall(r"\[(\d+|\*)\]", match["index"] or ""):
+            lists = [i for i in items if isinstance(i, list)]
+            if index == "*":
+                items = [v for lst in lists for v in lst]
+            else:
+                items = [lst[int(index)] for lst in lists if int(index) < len(lst)]
+        found = items
+    return found
+
+
+@functools.cache
+def _spec_schema() -> dict[str, Any]:
+    return ExperimentSpec.model_json_schema()
+
+
+def unit_of_path(path: str) -> str | None:
+    """The SI unit (`x-unit`: bit, s, B) of the spec field at `path`, if it has one."""
+    schema = _spec_schema()
+    definitions = schema.get("$defs", {})
+
+    def resolve(node: dict[str, Any]) -> list[dict[str, Any]]:
+        if "$ref" in node:
+            return resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
+        branches = node.get("anyOf") or node.get("oneOf")
+        if branches:
+            return [n for branch in branches for n in resolve(branch)]
+        return [node]
+
+    nodes = resolve(schema)
+    for part in path.split("."):
+        match = _PATH_PART.fullmatch(part)
+        if match is None:
+            return None
+        nodes = [n for node in nodes
+                 for n in resolve(node.get("properties", {}).get(match["key"], {}))]  # fmt: skip
+        for _ in re.findall(r"\[(\d+|\*)\]", match["index"] or ""):
+            nodes = [n for node in nodes if "items" in node for n in resolve(node["items"])]
+    units = {node["x-unit"] for node in nodes if "x-unit" in node}
+    return units.pop() if len(units) == 1 else None

@@ -371,6 +371,16 @@ def _prefixed(unit: str, prefix: str) -> tuple[str, float]:
     return f"{prefix}{symbol(unit)}", 1.0 / _PREFIXES[prefix]
 
 
+# The unit of a report field by its name's suffix (the house convention: names say their SI
+# unit, e.g. AppliedConditions' rate_bps, delay_s, buffer_pkts).
+_SUFFIX_UNITS = {"_bps": BIT_PER_S, "_s": SECOND, "_pkts": PACKET, "_bytes": BYTE}
+
+
+def unit_of_field(name: str) -> str | None:
+    """The SI unit a field named `<what>_<unit>` is stored in; None without such a suffix."""
+    return next((u for suffix, u in _SUFFIX_UNITS.items() if name.endswith(suffix)), None)
+
+
 def display_unit(unit: str) -> tuple[str, float]:
     """(symbol, factor) a table column shows values of `unit` in: value x factor, then symbol
     ("Mbit/s", 1e-6)."""

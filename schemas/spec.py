@@ -338,7 +338,8 @@ class Flow(StrictModel):
     runtime: Literal["builtin", "bpf"] = Field(
         "builtin",
         description="kernel flows: builtin, a congestion controller the host kernel provides; "
-        "bpf, ccbench's BPF struct_ops controller (agents/kernel/bpf), loaded for the run",
+        "bpf, ccbench's BPF struct_ops controller (agents/kernel/bpf), loaded for the run (on "
+        "the hosts testbed: built on the sender's host against its kernel and registered there)",
     )
     params: dict[str, float] = Field(
         default_factory=dict,
@@ -567,11 +568,6 @@ class ExperimentSpec(StrictModel):
                         f"flows.{i}.{name}: not on the hosts testbed (a reverse flow is a flow "
                         "with src and dst swapped)"
                     )
-            if flow.runtime == "bpf":
-                raise ValueError(
-                    f"flows.{i}.runtime: bpf controllers run on the mininet testbed only in "
-                    "this version; on hosts use builtin controllers or agent: userspace"
-                )
         if router is None:
             if not isinstance(self.topology, RealPath):
                 raise ValueError(

@@ -150,7 +150,8 @@ def parse_rate(
     return bounds.check(bps, value, "rate", "1kbit and at most 100Gbit")
 
 
-def _shown_seconds(seconds: float) -> str:
+def shown_duration(seconds: float) -> str:
+    """A duration in seconds as specs write it, in its largest whole unit: "6h", "90s", "24h"."""
     for unit, length in (("d", 86400), ("h", 3600)):
         if seconds >= 2 * length and seconds % length == 0:  # 24h, not 1d
             return f"{seconds / length:g}{unit}"
@@ -178,7 +179,7 @@ def parse_duration(
         seconds = number * factor
     if seconds < 0:
         raise ValueError(f"duration {value!r} must not be negative")
-    shown = f"{_shown_seconds(bounds.low)} and at most {_shown_seconds(bounds.high)}"
+    shown = f"{shown_duration(bounds.low)} and at most {shown_duration(bounds.high)}"
     return bounds.check(seconds, value, "duration", shown)
 
 

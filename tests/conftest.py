@@ -52,6 +52,9 @@ def is_root() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The deployment tests last: their tools (helm, compose-check) build from the Go module
+    # proxy, which CI starts in the background at its beginning (.ci/run), beside the rest.
+    items.sort(key=lambda item: item.nodeid.startswith("tests/deploy/"))
     if is_root():
         return
     skip = pytest.mark.skip(reason="needs root (network namespaces, tc, NFQUEUE)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -39,9 +40,19 @@ def _ccbench_controllers() -> set[str]:
     return names
 
 
+# On a development machine shared with another ccbench installation running experiments (its
+# own state directory), a regex of its processes' command lines, e.g. "/work/other-state":
+# they come and go on their own and are not this test's. Unset (CI): every process counts.
+_FOREIGN = os.environ.get("CCBENCH_TEST_FOREIGN_PROCESSES")
+
+
 def _agent_processes() -> set[str]:
     out = _run("pgrep", "-a", "-f", "ccbench-agent|ccbench-link|sandbox.py|mnexec")
-    return {line for line in out.splitlines() if "pgrep" not in line}
+    return {
+        line
+        for line in out.splitlines()
+        if "pgrep" not in line and not (_FOREIGN and re.search(_FOREIGN, line))
+    }
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ that Debian's package creates."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -15,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -193,3 +195,11 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+def chaos_report(**figures: Any) -> None:
+    """A line of figures for `make bench-chaos`, which runs the chaos tests with
+    CCBENCH_CHAOS_REPORT naming a JSON-lines file; nothing otherwise."""
+    if path := os.environ.get("CCBENCH_CHAOS_REPORT"):
+        with open(path, "a") as handle:
+            handle.write(json.dumps(figures) + "\n")

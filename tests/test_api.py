@@ -300,6 +300,7 @@ def finish_runs_with(experiment_id: str, utilization: Any) -> None:
     """Store results on the experiment's runs as a worker would (status done, a summary and
     one flow each), with utilization = utilization(axis_values, repetition)."""
     from ccbench.db.models import FlowResult, RunSeries
+    from ccbench.db.runs import refresh_experiment_status
     from schemas import AggregateMetrics, AppliedConditions, RunResult
 
     empty = {name: None for name in AggregateMetrics.model_fields}
@@ -343,6 +344,8 @@ def finish_runs_with(experiment_id: str, utilization: Any) -> None:
                     data={"t_s": [0.0, 0.5], "cwnd_pkts": [10, 20], "srtt_s": [0.04, None]},
                 )
             )
+        session.flush()
+        refresh_experiment_status(session, experiment_id)  # as a worker does after each run
 
 
 def test_compare_metric_against_axes_and_export_csv(

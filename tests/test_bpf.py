@@ -160,6 +160,36 @@ def test_each_attempt_of_a_run_has_its_own_controller_names(tmp_path: Path) -> N
     assert len(longest) == 15 and bpf.NAME_PATTERN.match(longest)
 
 
+def test_on_hosts_each_sender_host_has_its_own_controllers(tmp_path: Path) -> None:
+    """Hosts may share one kernel (namespace hosts, containers) and with it one list of
+    controllers: on the hosts testbed a run attempt registers one controller per sender host,
+    algorithm and parameters, each name unique; flows of one host share theirs."""
+    flow = {"algorithm": "bfa", "runtime": "bpf", "dst": "h3"}
+    spec = ExperimentSpec.model_validate({
+        "name": "bpf-on-hosts", "testbed": {"kind": "hosts"},
+        "topology": {"kind": "path"}, "duration": "5s", "seed": 1,
+        "flows": [{**flow, "src": "h1"}, {**flow, "src": "h2"}, {**flow, "src": "h1"},
+                  {**flow, "src": "h1", "params": {"sigma_on": 0.02}}],
+    })  # fmt: skip
+    plan = plan_for_spec(spec, run_id="r1", out_dir=tmp_path, settings=get_settings())
+    key = bpf.attempt_key("r1", 1)
+    assert [(c.name, c.host) for c in plan.controllers] == [
+        (bpf.controller_name(key, 0, "bfa"), "h1"),
+        (bpf.controller_name(key, 1, "bfa"), "h2"),
+        (bpf.controller_name(key, 2, "bfa"), "h1"),
+    ]
+    assert plan.controllers[2].symbols["sigma_on_us"] == 20000
+    names = [c.name for c in plan.controllers]
+    assert [f.algorithm for f in plan.flows] == [names[0], names[1], names[0], names[2]]
+    # The mininet testbed has one kernel: one controller per algorithm and parameters.
+    local = ExperimentSpec.model_validate(
+        single_flow({"algorithm": "bfa", "runtime": "bpf"}, "1bdp", "4s")
+    )
+    [controller] = plan_for_spec(local, run_id="r1", out_dir=tmp_path,
+                                 settings=get_settings()).controllers  # fmt: skip
+    assert controller.host is None
+
+
 def test_the_ledger_is_owner_only_and_safe_for_concurrent_processes(tmp_path: Path) -> None:
     """Two processes (and a child forked while its parent holds the lock) add entries at the
     same time: none is lost; the files are the owner's only."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, update
 
@@ -41,7 +43,8 @@ from ccbench.reaper import reap_stale_runs
 from ccbench.runstate import RunStatus
 from ccbench.settings import get_settings
 from schemas.campaign import CampaignSpec
-from tests.services import cancel_leftover_runs
+from tests.processes import Api
+from tests.services import cancel_leftover_runs, free_port, run_cli
 
 pytestmark = pytest.mark.services
 
@@ -512,3 +515,122 @@ def test_two_runs_never_hold_one_host(team: str, unique: str) -> None:
     finally:
         with session_scope() as session:
             workerpool.stopped(session, worker)
+
+
+def test_a_shared_campaign_is_read_only_for_the_other_team(team: str) -> None:
+    """Campaigns share as experiments do (ccbench.sharing): the other team reads the campaign,
+    its report and its occurrences' experiments, marked shared; it cannot change it."""
+    made = campaign(team, count=2)
+    tick(T0)
+    [experiment] = experiments_of(made)
+    owner = token_of(team)
+    other = _other_team()
+    reader = token_of(other)
+    with session_scope() as session:
+        other_name = session.get(Team, other).name  # type: ignore[union-attr]
+    assert api().get(f"/v1/campaigns/{made}", headers=reader).status_code == 404
+    assert api().get(f"/v1/experiments/{experiment.id}", headers=reader).status_code == 404
+    shared = api().put(f"/v1/campaigns/{made}/shares", json={"teams": [other_name]},
+                       headers=owner)  # fmt: skip
+    assert shared.status_code == 200 and shared.json()["teams"] == [other_name], shared.text
+
+    seen = api().get("/v1/campaigns", headers=reader).json()["items"]
+    assert [(c["id"], c["access"]) for c in seen] == [(made, "shared")]
+    assert api().get(f"/v1/campaigns/{made}/report", headers=reader).status_code == 200
+    listed = api().get("/v1/experiments", params={"access": "shared"}, headers=reader).json()
+    assert [(e["id"], e["access"]) for e in listed["items"]] == [(experiment.id, "shared")]
+    assert api().get(f"/v1/experiments/{experiment.id}", headers=reader).status_code == 200
+    for method, path in (("POST", f"/v1/campaigns/{made}/pause"),
+                         ("POST", f"/v1/campaigns/{made}/stop"),
+                         ("PATCH", f"/v1/campaigns/{made}"),
+                         ("PUT", f"/v1/campaigns/{made}/shares"),
+                         ("POST", f"/v1/experiments/{experiment.id}/cancel")):  # fmt: skip
+        body = {} if method != "POST" else None
+        refused = api().request(method, path, json=body, headers=reader)
+        assert refused.status_code == 403, (method, path, refused.text)
+    # Its page and the page's export link, with the other team's login.
+    from tests.test_web import logged_in
+
+    page = logged_in(reader["Authorization"].split()[1])
+    assert "shared: read-only" in page.get(f"/ui/campaigns/{made}").text
+    export = page.get(f"/ui/campaigns/{made}/export.csv")
+    assert export.status_code == 200 and export.text.startswith("occurrence_due_at,"), export.text
+    # Unshared: gone again, with its experiments.
+    api().put(f"/v1/campaigns/{made}/shares", json={}, headers=owner)
+    assert api().get(f"/v1/campaigns/{made}", headers=reader).status_code == 404
+    assert api().get(f"/v1/experiments/{experiment.id}", headers=reader).status_code == 404
+
+
+def test_the_cli_creates_shows_edits_reports_and_stops_a_campaign(
+    unique: str, tmp_path: Path
+) -> None:
+    """`ccbench campaign ...` against a real API server, as a user types it (id prefixes)."""
+    team_id = _team_with_hosts(unique)
+    token = token_of(team_id)["Authorization"].removeprefix("Bearer ")
+    server = Api(free_port(), dict(os.environ), tmp_path / "api.log")
+    env = {**os.environ, "CCBENCH_API_URL": server.url, "CCBENCH_TOKEN": token,
+           "CCBENCH_STATE_DIR": str(tmp_path / "client"), "COLUMNS": "200"}  # fmt: skip
+    spec = tmp_path / "campaign.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": f"cli-{unique}", "experiment": EXPERIMENT, "hosts": {"pairs": [["h1", "h2"]]},
+        "schedule": {"kind": "interval", "every": "6h"}, "start": T0.replace(hour=6).isoformat(),
+        "count": 6, "repetitions": 2}))  # fmt: skip
+    try:
+        created = run_cli(env, "campaign", "create", str(spec))
+        assert created.returncode == 0, created.stderr
+        assert "schedule: every 6h" in created.stdout and ": active" in created.stdout
+        campaign_id = created.stdout.split()[1]
+        prefix = campaign_id[:6]
+        listed = run_cli(env, "campaign", "list")
+        assert listed.returncode == 0, listed.stderr
+        assert campaign_id[:8] in listed.stdout and "every 6h" in listed.stdout
+        # Shared by prefix with another team: its list shows it marked, its changes refused.
+        other = _other_team()
+        with session_scope() as session:
+            other_name = session.get(Team, other).name  # type: ignore[union-attr]
+        other_env = {**env, "CCBENCH_TOKEN": token_of(other)["Authorization"].split()[1]}
+        shared = run_cli(env, "share", "--campaign", prefix, "--team", other_name)
+        assert f"shared read-only with {other_name}" in shared.stdout, shared.stderr
+        seen = run_cli(other_env, "campaign", "list").stdout
+        assert f"{campaign_id[:8]}  cli-{unique}" in seen and "(shared)" in seen, seen
+        paused = run_cli(other_env, "campaign", "pause", prefix)
+        assert paused.returncode == 1 and "shared with yours read-only" in paused.stderr
+        for k in range(4):
+            tick(T0.replace(hour=6) + timedelta(hours=6 * k))
+        values = [[10e6, 12e6], [20e6, 22e6], [30e6, 34e6], [5e6, 7e6]]
+        for experiment, pair in zip(experiments_of(campaign_id), values, strict=True):
+            finish_runs(experiment.id, pair)
+        report = run_cli(env, "campaign", "report", prefix)
+        assert report.returncode == 0, report.stderr
+        # The per-path summary (medians 6, 11, 21, 32 Mbit/s: 16 ± 7), then each occurrence.
+        assert re.search(r"h1->h2\s+all\s+4\s+16 ± 7 Mbit/s", report.stdout), report.stdout
+        assert re.search(r"06:00-12:00\s+1\s+11 ± 0 Mbit/s", report.stdout), report.stdout
+        assert len(re.findall(r"fired\s+h1->h2", report.stdout)) == 4, report.stdout
+        shown = run_cli(env, "campaign", "show", prefix)
+        assert "fired 4, missed 0, failed 0" in shown.stdout, shown.stdout + shown.stderr
+        edited = run_cli(env, "campaign", "edit", prefix, "--every", "12h", "--count", "none")
+        assert edited.returncode == 0 and "schedule: every 12h" in edited.stdout, edited.stderr
+        assert state(campaign_id).spec.get("count") is None
+        both = run_cli(env, "campaign", "edit", prefix, "--every", "1h", "--cron", "0 * * * *")
+        assert both.returncode == 1 and "give one of --every, --cron" in both.stderr
+        refused = run_cli(env, "campaign", "edit", prefix, "--every", "1s")
+        assert refused.returncode == 1 and "schedule.every" in refused.stderr, refused.stderr
+        assert state(campaign_id).spec["schedule"]["every"] == 12 * 3600  # nothing lost
+        for verb, shown_state in (("pause", "paused"), ("resume", "active"), ("stop", "stopped")):
+            changed = run_cli(env, "campaign", verb, prefix)
+            assert changed.returncode == 0 and changed.stdout.strip().endswith(shown_state), (
+                changed.stdout + changed.stderr
+            )
+        exported = run_cli(env, "campaign", "export", prefix)
+        assert exported.stdout.startswith("occurrence_due_at,"), exported.stderr
+        assert len(exported.stdout.splitlines()) == 1 + 8
+        unknown = run_cli(env, "campaign", "show", "fffffff")
+        assert unknown.returncode == 1
+        assert "no campaign of your team or shared with it has an id starting with fffffff" in (
+            unknown.stderr
+        )
+    finally:
+        server.kill_hard()
+        with session_scope() as session:
+            session.execute(update(Campaign).where(Campaign.team_id == team_id)
+                            .values(state="stopped", next_due_at=None))  # fmt: skip

@@ -6,7 +6,6 @@ another team's run."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import threading
@@ -23,21 +22,12 @@ from sqlalchemy import create_engine, text
 from ccbench.settings import get_settings
 from tests.hoststate import HostState
 from tests.processes import Api, Worker
-from tests.services import free_port, run_cli
+from tests.services import chaos_report, free_port, run_cli
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
 
 SUBMISSIONS = int(os.environ.get("CCBENCH_CHAOS_SUBMISSIONS", "10"))
 # `make bench-chaos` reads each test's figures from this file (JSON lines).
-REPORT = os.environ.get("CCBENCH_CHAOS_REPORT")
-
-
-def report(**figures: Any) -> None:
-    if REPORT:
-        with open(REPORT, "a") as handle:
-            handle.write(json.dumps(figures) + "\n")
-
-
 FINAL = ("done", "failed", "cancelled")
 
 
@@ -186,7 +176,7 @@ def test_api_killed_during_submissions_loses_no_run(
         worker.stop()
     print(f"{kind}: kills within {span * 1000:.0f} ms of the request left: {stack.tally}")
     final = [s for (s,) in states if s in FINAL]
-    report(test="api_kills", stack=kind, kills=SUBMISSIONS, tally=stack.tally,
+    chaos_report(test="api_kills", stack=kind, kills=SUBMISSIONS, tally=stack.tally,
            runs_expected=2 * SUBMISSIONS + 1, runs_stored=len(states),
            runs_stuck=len(states) - len(final), runs_done=final.count("done"))  # fmt: skip
     assert sorted(s for (s,) in states) == ["done"] * (2 * SUBMISSIONS + 1), stack.tally
@@ -236,7 +226,7 @@ def test_a_cancelled_10000_run_matrix_does_not_hold_up_another_team(
             time.sleep(0.05)
         waited = time.monotonic() - submitted
         print(f"the other team's run started {waited:.2f} s after its submission")
-        report(test="cancelled_matrix", other_team_start_s=round(waited, 3))
+        chaos_report(test="cancelled_matrix", other_team_start_s=round(waited, 3))
         assert waited < 2.0
         while client.get(f"/v1/experiments/{one['id']}", headers=b).json()["status"] != "done":
             assert time.monotonic() - submitted < 60

@@ -24,6 +24,7 @@ from ccbench.plots.figures import FORMATS, draw, write_experiment_figures, write
 from ccbench.plots.matrix import (
     box_figure_data,
     comparison_figure_data,
+    cross_comparison_figure_data,
     experiment_figure_data,
     scheme_figure_data,
 )
@@ -430,3 +431,60 @@ def test_number_of_flows_is_a_numeric_axis(client: TestClient, team_token: tuple
         "number of flows", "linear", "Jain's index")  # fmt: skip
     assert figure.traces[0].x == [1.0, 2.0, 4.0, 8.0]
     assert figure.traces[0].y == pytest.approx([0.98, 0.96, 0.92, 0.84])
+
+
+def cross_compare(client: TestClient, token: str, **params: Any) -> dict[str, Any]:
+    response = client.get("/v1/compare", params=params, headers=auth(token))
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def test_comparison_across_experiments_on_the_matrix_model(
+    client: TestClient, team_token: tuple[str, str]
+) -> None:
+    """GET /v1/compare drawn as a matrix's comparison is: buffers (quantities as the spec writes
+    them) on a numeric log axis in BDP, SI spec values (delays) in ms, experiments and
+    algorithms as categories; series named as the matrix's legends or by experiment."""
+    token = team_token[1]
+    sweep_id, _ = buffer_sweep(client, token)
+    single = copy.deepcopy(EXAMPLE)
+    single["topology"]["bottleneck"]["delay"] = "80ms"
+    single_id, [run] = submitted(client, token, single)
+    store(run.id, {"utilization": 0.5}, [])
+
+    buffer, algorithm = "topology.bottleneck.buffer", "flows[*].algorithm"
+    by_algorithm = cross_comparison_figure_data(
+        cross_compare(client, token, experiment=[sweep_id], metric="utilization", x=buffer,
+                      by=algorithm))  # fmt: skip
+    assert by_algorithm.name == "utilization_vs_buffer_by_algorithm"
+    assert (by_algorithm.x.label, by_algorithm.x.scale) == ("bottleneck buffer (BDP)", "log")
+    assert by_algorithm.x.ticks == (0.25, 1.0, 4.0)
+    assert [t.name for t in by_algorithm.traces] == ["reno", "cubic"]
+    assert by_algorithm.traces[0].x == [0.25, 1.0, 4.0]
+    assert by_algorithm.traces[0].y == pytest.approx([0.71, 0.81, 0.91])
+    assert by_algorithm.traces[0].error == pytest.approx([0.005] * 3)
+    by_buffer = cross_comparison_figure_data(cross_compare(
+        client, token, experiment=[sweep_id], metric="power", x=algorithm, by=buffer))  # fmt: skip
+    assert (by_buffer.x.scale, by_buffer.x.categories) == ("category", ("reno", "cubic"))
+    assert [t.name for t in by_buffer.traces] == ["0.25 BDP", "1 BDP", "4 BDP"]
+    assert by_buffer.y.label == "power (Mbit/s²)"
+
+    # Two experiments against a spec field that is no axis of either: a series each.
+    delay = cross_comparison_figure_data(cross_compare(
+        client, token, experiment=[sweep_id, single_id], metric="utilization",
+        x="topology.bottleneck.delay"))  # fmt: skip
+    assert (delay.x.label, delay.x.scale) == ("bottleneck delay (ms)", "linear")
+    assert [t.x for t in delay.traces] == [[20.0], [80.0]]
+    assert delay.legend_title == "experiment" and delay.traces[1].y == [0.5]
+    assert delay.traces[1].name == f"{single['name']} ({single_id[:8]})"
+    drawn = draw(delay).axes[0]
+    assert drawn.get_xlabel() == "bottleneck delay (ms)"
+    page = plotly_figure(delay)
+    assert page["layout"]["xaxis"]["title"]["text"] == "bottleneck delay (ms)"
+    assert [t["name"] for t in page["data"]] == [t.name for t in delay.traces]
+    # Per experiment on x: categories by name and short id, the experiments in the subtitle.
+    categories = cross_comparison_figure_data(cross_compare(
+        client, token, experiment=[sweep_id, single_id], metric="utilization",
+        x="experiment", by=""))  # fmt: skip
+    assert categories.x.scale == "category" and len(categories.x.categories) == 2
+    assert categories.subtitle.startswith(f"api-matrix ({sweep_id[:8]}), api-test (")

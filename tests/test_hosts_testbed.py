@@ -3,10 +3,13 @@
 then experiments between them through a namespace router that emulates the bottleneck with
 ccbench-link, and over the plain routed path; then the failures a lab produces: a congestion
 control the host lacks (a clear error before any traffic), and a host whose sshd is down (the
-run fails naming it, nothing keeps running on the others)."""
+run fails naming it, nothing keeps running on the others). A BPF controller (`runtime: bpf`)
+is built on its sender's host on demand, registered for the run and removed afterwards."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,6 +24,7 @@ from ccbench.db.models import Run
 from ccbench.db.session import session_scope
 from tests.hoststate import HostState
 from tests.sshhosts import PREFIX, SshHosts
+from workers import bpf, bpf_host
 from workers.lifecycle import execute
 
 pytestmark = [pytest.mark.root, pytest.mark.services]
@@ -195,6 +199,46 @@ def test_missing_controller_fails_before_any_traffic(lab: SshHosts, team: dict[s
     assert "host h1" in run.error and "congestion control vegas is not available" in run.error
     log = (Path(run.artifacts_dir or "") / "run.log").read_text()
     assert "Start the receivers" not in log and "Start the link emulators" not in log
+    nothing_left(lab)
+
+
+@pytest.mark.skipif(
+    shutil.which("bpftool") is None or shutil.which("clang-14") is None,
+    reason="needs bpftool and clang-14 (scripts/install.sh installs them)",
+)
+def test_bpf_controller_on_the_sender_host(lab: SshHosts, team: dict[str, str]) -> None:
+    """`runtime: bpf` on hosts: the first such run provisions its sender (the objects built on
+    h1 against its kernel), registers the run attempt's controller there, the flow uses it, and
+    the play removes it. This kernel has no built-in vegas: the flow's few queued packets (Vegas
+    holds alpha..beta, seed 002) come from ccbench's BPF Vegas, where a Reno-like flow would
+    fill the 1-BDP buffer."""
+    flows = [{"algorithm": "vegas", "runtime": "bpf", "src": "h1", "dst": "h2"}]
+    run, wall = submit_and_execute(team, spec(flows))
+    assert run.status == "done", run.error
+    print(f"BPF run (provisioning {run.provenance.get('provision_s')} s): {wall:.2f} s")
+    name = bpf.controller_name(bpf.attempt_key(run.id, run.attempt), 0, "vegas")
+    [controller] = run.provenance["bpf_controllers"]
+    assert (controller["name"], controller["host"]) == (name, "h1")
+    assert controller["symbols"] == {"alpha_pkts": 1, "beta_pkts": 3, "gamma_pkts": 1}
+    assert run.provenance["bpf_teardown"] == {name: "removed"}
+    assert run.provenance["provisioned"] == ["h1", "h2", "r1"]
+    run_dir = Path(run.artifacts_dir or "")
+    log = (run_dir / "run.log").read_text()
+    assert "changed     h1 | Provision | Build the BPF controllers" in log
+    assert "skipped     h2 | Provision | Build the BPF controllers" in log
+    assert "changed     h1 | Trial | Register the trial's BPF congestion controllers" in log
+    # The sender read its socket's controller back (getsockopt TCP_CONGESTION).
+    sent = [json.loads(line) for line in (run_dir / "flow-0.send.jsonl").read_text().splitlines()]
+    assert sent[-1]["type"] == "summary" and sent[-1]["cc"] == name
+    aggregate = run.aggregate["aggregate"]
+    applied = run.aggregate["applied"]
+    print(f"vegas on h1: queue mean {aggregate['queue_mean_pkts']:.2f} of "
+          f"{applied['buffer_pkts']} pkts, utilization {aggregate['utilization']:.3f}")  # fmt: skip
+    assert aggregate["queue_mean_pkts"] <= 6 and aggregate["utilization"] > 0.9
+    # Nothing of it is left: not in the kernel, not in the host's ledger.
+    assert not [m for m in bpf_host.ops_maps() if m.name == name]
+    assert name not in bpf_host.available()
+    assert list((lab["h1"].prefix / "lib" / "bpf" / "registered").glob("*")) == []
     nothing_left(lab)
 
 

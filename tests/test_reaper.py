@@ -90,6 +90,9 @@ def test_a_forked_process_opens_its_own_database_connections() -> None:
         with session_scope() as session:
             return int(session.scalar(text("SELECT pg_backend_pid()")) or 0)
 
+    from ccbench.db.session import get_engine
+
+    get_engine().dispose()  # one pooled connection: the parent's next checkout is that one
     parent = backend_pid()
     read, write = os.pipe()
     child = os.fork()

@@ -42,7 +42,9 @@ def test_three_worker_machines_run_a_matrix_and_survive_a_kill(tmp_path: Path) -
         victim = api.get(f"/v1/runs/{victim_run}", params={"series": False}).json()["worker_id"]
         lab.workers[victim].kill_hard()
         detail = lab.wait_final(experiment_id, timeout_s=240)
-        assert detail["status_counts"] == {"done": 12}, detail["status_counts"]
+        assert detail["status_counts"] == {"done": 12}, [
+            (r["id"], r["status"], r.get("error")) for r in detail["runs"] if r["status"] != "done"
+        ]
         runs = [api.get(f"/v1/runs/{r['id']}", params={"series": False}).json()
                 for r in detail["runs"]]  # fmt: skip
         # Exactly once: one attempt each, but the killed one's retry; spread over workers.

@@ -113,7 +113,10 @@ def test_cli_says_when_the_api_is_unreachable_or_the_token_is_wrong(
         env["CCBENCH_TOKEN"] = team_token[1]
         missing = ccbench(env, "status", "abc123")
         assert missing.returncode == 1, missing.stderr
-        assert "no experiment of your team has an id starting with abc123" in missing.stderr
+        assert (
+            "no experiment of your team or shared with it has an id starting with abc123"
+            in missing.stderr
+        )
 
         # compare and export print what the API computes.
         from tests.test_api import finish_runs_with, matrix

@@ -44,7 +44,7 @@ def test_pages_need_a_login_and_refuse_a_bad_token(team_token: tuple[str, str]) 
     assert response.headers["location"] == "/ui/login?next=/ui/experiments%3Fstatus%3Ddone"
 
     refused = client.post("/ui/login", data={"token": "ccb_wrong", "next": "/ui/experiments"})
-    assert refused.status_code == 401 and "token: invalid or revoked" in refused.text
+    assert refused.status_code == 401 and "token: invalid, revoked or expired" in refused.text
     assert "ccbench_token" not in refused.headers.get("set-cookie", "")
     empty = client.post("/ui/login", data={"token": ""})
     assert empty.status_code == 401 and "token: missing" in empty.text
@@ -93,8 +93,8 @@ def test_experiment_pages_show_the_matrix_and_escape_names(
     assert {t["type"] for t in box["data"]} == {"box"}
     # Per buffer: the per-flow goodput CDF per scheme (no p95 RTT stored: no scatter).
     assert [f["name"] for f in per_scheme] == [
-        "goodput_cdf_buffer-0.5BDP",
-        "goodput_cdf_buffer-1BDP",
+        "goodput_cdf_buffer-0.5bdp",
+        "goodput_cdf_buffer-1bdp",
     ]
     assert page.text.count('href="/ui/runs/') == 4
 
@@ -210,6 +210,25 @@ def drawn_figures(driver: Any) -> dict[str, int]:
     )
 
 
+def axis_title(driver: Any, element_id: str, axis: str) -> str:
+    """The title Plotly drew on a figure's x or y axis."""
+    return str(
+        driver.execute_script(
+            f"return document.querySelector('#{element_id} .{axis}title').textContent"
+        )
+    )
+
+
+def table_value(driver: Any, table_id: str, label: str) -> str:
+    """The value beside `label` in a two-column table of the page, as displayed."""
+    from selenium.webdriver.common.by import By
+
+    for row in driver.find_elements(By.CSS_SELECTOR, f"#{table_id} tr"):
+        if row.find_element(By.TAG_NAME, "th").text == label:
+            return str(row.find_element(By.TAG_NAME, "td").text)
+    raise AssertionError(f"no row {label!r} in #{table_id}")
+
+
 def console_errors(driver: Any) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -231,6 +250,7 @@ def drawn_traces(driver: Any, element_id: str) -> list[str]:
 )
 def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     before = HostState.capture()
     port = free_port()
@@ -266,7 +286,8 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         driver.find_element(By.CSS_SELECTOR, "form[action='/ui/login'] button").click()
         wait_for_url(driver, f"{url}/ui/experiments/{experiment_id}")
 
-        wait_for_figures(driver, 1)
+        # The comparison, its box plots, and per buffer the scheme scatter and goodput CDF.
+        wait_for_figures(driver, 6)
         assert drawn_traces(driver, "figure-compare") == []  # one series: no legend
         points = driver.execute_script(
             "return document.querySelectorAll('#figure-compare .scatterlayer .point').length"
@@ -276,23 +297,48 @@ def test_pages_in_chromium_after_a_real_matrix(tmp_path: Path) -> None:
         assert console_errors(driver) == []
 
         driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
-        # goodput, cwnd, RTT, RTT vs cwnd, queue, Jain's index, then one figure per variable
-        # of Vegas's state trace (diff, base_rtt_us, round_min_rtt_us)
-        wait_for_figures(driver, 9)
-        assert drawn_traces(driver, "figure-1") == ["flow 0 vegas", "flow 1 cubic"]  # goodput
-        assert "flow 1 cubic ssthresh" in drawn_traces(driver, "figure-2")  # cwnd
-        assert drawn_traces(driver, "figure-4") == ["flow 0 vegas", "flow 1 cubic"]  # rtt-cwnd
-        assert drawn_traces(driver, "figure-5")[0] == "queue"
+        # goodput, throughput, cwnd, cwnd and queue, RTT, RTT vs cwnd, queue, Jain's index,
+        # three CDFs, then one figure per variable of Vegas's state trace (diff, base_rtt_us,
+        # round_min_rtt_us)
+        wait_for_figures(driver, 14)
+        # Goodput per RTT, per flow with the aggregate and the link rate, as Plotly drew it.
+        assert drawn_traces(driver, "figure-1") == [
+            "flow 0 vegas", "flow 1 cubic", "aggregate", "link rate 10 Mbit/s"]  # fmt: skip
         figures = drawn_figures(driver)
+        goodput = "goodput per RTT (40 ms)"
+        subtitle = driver.execute_script(
+            "return document.querySelector('#figure-1 .gtitle-subtitle').textContent"
+        )
+        assert subtitle.startswith("vegas vs cubic · 10 Mbit/s · RTT 40 ms · buffer "), subtitle
+        # 4 s in 40 ms bins: 100 points (the first flow starts with the run).
+        assert 95 <= figures[goodput] <= 100, figures[goodput]
+        assert axis_title(driver, "figure-1", "y") == "goodput (Mbit/s)"
+        assert "flow 1 cubic ssthresh" in drawn_traces(driver, "figure-3")  # cwnd
+        assert drawn_traces(driver, "figure-6") == ["flow 0 vegas", "flow 1 cubic"]  # rtt-cwnd
+        assert drawn_traces(driver, "figure-7")[0] == "queue"
         state = {title: points for title, points in figures.items() if "state" in title}
         assert set(state) == {
             "controller state: diff",
-            "controller state: base_rtt_us",
-            "controller state: round_min_rtt_us",
+            "controller state: base RTT",
+            "controller state: round min RTT",
         }, state
         # Vegas traces once per round trip (~100 rounds of 40 ms in 4 s), drawn as steps
         # (175 vertices per figure measured).
         assert all(points > 50 for points in state.values()), state
+        # Units in the tables: values with their prefixes, units in column headings.
+        assert table_value(driver, "aggregate", "goodput").endswith(" Mbit/s")
+        assert table_value(driver, "aggregate", "mean RTT").endswith(" ms")
+        assert table_value(driver, "applied", "rate") == "10 Mbit/s"
+        assert table_value(driver, "applied", "base RTT") == "40 ms"
+        headings = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#flows th")]
+        assert {"goodput (Mbit/s)", "mean RTT (ms)", "retransmits (pkt)"} <= set(headings)
+        # Another bin, chosen in the page: per second, 4 points.
+        Select(driver.find_element(By.NAME, "bin")).select_by_value("1s")
+        driver.find_element(By.CSS_SELECTOR, "#bin-form button").click()
+        wait_for_url(driver, driver.current_url.split("?")[0] + "?bin=1s")
+        wait_for_figures(driver, 14)
+        figures = drawn_figures(driver)
+        assert figures["goodput per 1 s"] in (3, 4)  # the last second may end late
         checks = driver.find_elements(By.CSS_SELECTOR, "#checks tr")
         assert any("delay" in row.text for row in checks)
         assert console_errors(driver) == []

@@ -5,8 +5,11 @@ and CCBENCH_WORKER_TOKEN set): the log while the run lasts, every file when it e
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 import tenacity
@@ -15,6 +18,20 @@ from ccbench import rundir
 from ccbench.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+UPLOAD_CHUNK_BYTES = 1 << 20
+
+
+def _prefix(handle: BinaryIO, size: int) -> Iterator[bytes]:
+    """The first `size` bytes of an open file, a chunk at a time."""
+    left = size
+    while left > 0:
+        chunk = handle.read(min(UPLOAD_CHUNK_BYTES, left))
+        if not chunk:
+            raise OSError(f"{handle.name} shrank while it was uploaded")
+        left -= len(chunk)
+        yield chunk
 
 
 class Uploader:
@@ -51,8 +68,12 @@ class Uploader:
     def _put(self, name: str, retries: int) -> bool:
         def send() -> None:
             with (self.run_dir / name).open("rb") as handle:
-                response = httpx.put(f"{self.base}/files/{name}", content=handle,
-                                     headers=self.headers, timeout=120)  # fmt: skip
+                # The file as long as it is now: a log still being written grows while it is
+                # sent, and more bytes than the declared length break the request.
+                size = os.fstat(handle.fileno()).st_size
+                response = httpx.put(f"{self.base}/files/{name}", content=_prefix(handle, size),
+                                     headers={**self.headers, "Content-Length": str(size)},
+                                     timeout=120)  # fmt: skip
             response.raise_for_status()
 
         try:

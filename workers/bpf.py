@@ -6,10 +6,14 @@ For a run, the loader copies the object and writes into the copy (1) the spec's 
 in place of the placeholder `ccb_<id>` in its struct_ops section; then `bpftool struct_ops
 register` loads it. The kernel keeps a registered controller after bpftool exits, in one list
 for every network namespace, so flows in the run's sandbox select it with TCP_CONGESTION.
+The patching and the bpftool calls are in workers/bpf_host.py (standard library only), which
+the hosts testbed's Ansible module runs on each experiment host as well; this module adds the
+run's names, the ledger and the sweep of the worker's own kernel.
 
 **Names** are `cb<tag><k>_<id>` (15 bytes at most): the tag is 6 hex digits of the hash of the
 run's attempt (`attempt_key`: run id and attempt number), k tells apart one attempt's
-controllers of the same algorithm with different parameters. Concurrent runs stay apart, and so
+controllers of the same algorithm with different parameters (on the hosts testbed also on
+different sender hosts, which may share one kernel). Concurrent runs stay apart, and so
 do the attempts of one run: the retry of a run whose worker was killed never meets the
 controller its dead attempt left, which may stay in the kernel for a while (below). Each
 controller's state-trace ring buffer is renamed the same way, `ct<tag><k>_trace`, so the worker
@@ -47,39 +51,41 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
-import struct
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ccbench.settings import REPO_ROOT
 from schemas.algorithms import PARAMETERS, Algorithm
+from workers import bpf_host
+from workers.bpf_host import AVAILABLE as AVAILABLE
+from workers.bpf_host import BTF as BTF
+from workers.bpf_host import NAME_PATTERN as NAME_PATTERN
+from workers.bpf_host import OPS_NAME_LEN as OPS_NAME_LEN
+from workers.bpf_host import TOBEFREE as TOBEFREE
+from workers.bpf_host import TRACE_PLACEHOLDER as TRACE_PLACEHOLDER
+from workers.bpf_host import BpfError as BpfError
+from workers.bpf_host import OpsMap as OpsMap
+from workers.bpf_host import ops_maps as ops_maps
+from workers.bpf_host import patch_object as patch_object
+from workers.bpf_host import state_fields as state_fields
+from workers.bpf_host import trace_map_name as trace_map_name
+from workers.bpf_host import unregister_name as _unregister
 from workers.bpf_ledger import Ledger, LedgerError, default_ledger
 from workers.plan import ControllerPlan
 
-BPF_BUILD_DIR = REPO_ROOT / "agents" / "kernel" / "build"
-NAME_PATTERN = re.compile(r"^cb([0-9a-f]{6})([0-9a-f])_[a-z_]+$")
-OPS_NAME_LEN = 16  # char name[TCP_CA_NAME_MAX], NUL included
-TRACE_PLACEHOLDER = b"ccb_trace_ring_"  # the ring buffer's name in ccbench_cc.h (15 bytes)
-STATE_FIELDS_SYMBOL = "ccb_state_fields"
-AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
-# bpftool's state of an unregistered struct_ops map that sockets still hold.
-TOBEFREE = "BPF_STRUCT_OPS_STATE_TOBEFREE"
+KERNEL_DIR = REPO_ROOT / "agents" / "kernel"  # the sources: Makefile, bpf/
+BPF_BUILD_DIR = KERNEL_DIR / "build"
 PENDING_REASON = (
     "unregistered; the kernel still lists it (TOBEFREE) while sockets use it and frees it when "
     "the last one closes"
 )
 
 log = logging.getLogger(__name__)
-
-
-class BpfError(RuntimeError):
-    pass
+_bpftool = bpf_host.bpftool
 
 
 def attempt_key(run_id: str, attempt: int) -> str:
@@ -108,157 +114,11 @@ def controller_name(key: str, k: int, algorithm: str) -> str:
     return f"cb{run_tag(key)}{k:x}_{algorithm}"[: OPS_NAME_LEN - 1]
 
 
-def trace_map_name(controller: str) -> str:
-    """The per-run name of a controller's trace ring buffer (a map name has 15 bytes at most)."""
-    match = NAME_PATTERN.match(controller)
-    if match is None:
-        raise BpfError(f"{controller!r} is not a ccbench controller name")
-    return f"ct{match.group(1)}{match.group(2)}_trace"
-
-
 def object_path(algorithm: str, build_dir: Path = BPF_BUILD_DIR) -> Path:
     return build_dir / f"{algorithm}.bpf.o"
 
 
-# --- ELF64 (little-endian) patching -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Section:
-    name: str
-    type: int
-    offset: int
-    size: int
-    link: int
-
-
-def _sections(data: bytes) -> list[_Section]:
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise BpfError("not a 64-bit little-endian ELF object")
-    (shoff,) = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    raw = []
-    for i in range(shnum):
-        name, type_, _flags, _addr, offset, size, link = struct.unpack_from(
-            "<IIQQQQI", data, shoff + i * shentsize
-        )
-        raw.append((name, type_, offset, size, link))
-    names_offset = raw[shstrndx][2]
-
-    def cstr(at: int) -> str:
-        return data[at : data.index(b"\0", at)].decode()
-
-    return [_Section(cstr(names_offset + n), t, o, s, lk) for n, t, o, s, lk in raw]
-
-
-def _symbols(data: bytes, sections: list[_Section]) -> dict[str, tuple[int, int, int]]:
-    """name -> (section index, value, size) of every symbol."""
-    symtab = next((s for s in sections if s.type == 2), None)  # SHT_SYMTAB
-    if symtab is None:
-        raise BpfError("the object has no symbol table")
-    strtab = sections[symtab.link]
-    out = {}
-    for at in range(symtab.offset, symtab.offset + symtab.size, 24):
-        name, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, at)
-        start = strtab.offset + name
-        out[data[start : data.index(b"\0", start)].decode()] = (shndx, value, size)
-    return out
-
-
-def patch_object(
-    source: Path, target: Path, algorithm: str, name: str, values: dict[str, int]
-) -> None:
-    """Copy `source` to `target` with the tunables set and the controller renamed."""
-    data = bytearray(source.read_bytes())
-    sections = _sections(bytes(data))
-    symbols = _symbols(bytes(data), sections)
-    for symbol, value in values.items():
-        if symbol not in symbols:
-            raise BpfError(f"{source.name} declares no tunable {symbol!r}")
-        shndx, offset, size = symbols[symbol]
-        section = sections[shndx]
-        if section.name != ".rodata" or size != 4:
-            raise BpfError(f"{symbol} in {source.name} is not a 4-byte .rodata tunable")
-        if not -(2**31) <= value < 2**32:
-            raise BpfError(f"{symbol} = {value} does not fit 32 bits")
-        struct.pack_into("<i" if value < 0 else "<I", data, section.offset + offset, value)
-    ops = next((s for s in sections if s.name == ".struct_ops"), None)
-    if ops is None:
-        raise BpfError(f"{source.name} has no .struct_ops section")
-    # The object's name placeholder is ccb_<id>, cut to fit the kernel's 16-byte name.
-    placeholder = f"ccb_{algorithm}"[: OPS_NAME_LEN - 1].encode().ljust(OPS_NAME_LEN, b"\0")
-    body = bytes(data[ops.offset : ops.offset + ops.size])
-    if body.count(placeholder) != 1:
-        shown = f"ccb_{algorithm}"[: OPS_NAME_LEN - 1]
-        raise BpfError(f"{source.name}: the name placeholder {shown} is not found once")
-    if len(name) >= OPS_NAME_LEN:
-        raise BpfError(f"controller name {name!r} is longer than {OPS_NAME_LEN - 1} bytes")
-    at = ops.offset + body.index(placeholder)
-    data[at : at + OPS_NAME_LEN] = name.encode().ljust(OPS_NAME_LEN, b"\0")
-    # The ring buffer's name is in the symbol table and in BTF (libbpf names maps from BTF);
-    # same-length replacement keeps every string offset valid.
-    trace = trace_map_name(name).encode()
-    if len(trace) != len(TRACE_PLACEHOLDER):
-        raise BpfError(f"trace map name {trace!r} does not have {len(TRACE_PLACEHOLDER)} bytes")
-    if data.count(TRACE_PLACEHOLDER) < 2:
-        raise BpfError(f"{source.name} has no state-trace ring buffer (ccbench_cc.h)")
-    target.write_bytes(bytes(data).replace(TRACE_PLACEHOLDER, trace))
-
-
-def state_fields(path: Path) -> list[str]:
-    """The names of the algorithm's traced variables (`CCB_STATE_FIELDS` in its source)."""
-    data = path.read_bytes()
-    sections = _sections(data)
-    symbols = _symbols(data, sections)
-    if STATE_FIELDS_SYMBOL not in symbols:
-        raise BpfError(f"{path.name} does not declare CCB_STATE_FIELDS")
-    shndx, offset, size = symbols[STATE_FIELDS_SYMBOL]
-    start = sections[shndx].offset + offset
-    text = data[start : start + size].split(b"\0", 1)[0].decode()
-    return [f for f in text.split(",") if f]
-
-
 # --- the kernel's registrations -----------------------------------------------------------
-
-
-def _bpftool(*args: str) -> str:
-    tool = shutil.which("bpftool") or "/usr/sbin/bpftool"
-    try:
-        done = subprocess.run([tool, *args], capture_output=True, text=True, timeout=30)
-    except FileNotFoundError as exc:
-        raise BpfError("bpftool is not installed (Debian package bpftool)") from exc
-    if done.returncode != 0:
-        raise BpfError(f"bpftool {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
-    return done.stdout
-
-
-@dataclass(frozen=True)
-class OpsMap:
-    """One struct_ops map holding a tcp_congestion_ops, as `bpftool struct_ops dump` lists it."""
-
-    id: int
-    name: str  # the controller's name
-    state: str  # BPF_STRUCT_OPS_STATE_INUSE, or TOBEFREE once unregistered while still held
-    data: dict[str, Any] = field(repr=False)
-
-    @property
-    def pending(self) -> bool:
-        return self.state == TOBEFREE
-
-
-def ops_maps() -> list[OpsMap]:
-    """Every tcp_congestion_ops struct_ops map of the host, pending ones included."""
-    text = _bpftool("-j", "struct_ops", "dump").strip()
-    entries = json.loads(text) if text else []
-    # bpftool lists, per registration, {"bpf_map_info": ...} then the struct it holds.
-    out = []
-    for info, value in zip(entries[::2], entries[1::2], strict=False):
-        ops = value.get("bpf_struct_ops_tcp_congestion_ops")
-        if "bpf_map_info" in info and ops is not None:
-            state = str(ops.get("common", {}).get("state", ""))
-            out.append(OpsMap(int(info["bpf_map_info"]["id"]), str(ops["data"]["name"]), state,
-                              ops["data"]))  # fmt: skip
-    return out
 
 
 def registered_ops() -> dict[str, tuple[int, dict[str, Any]]]:
@@ -280,10 +140,6 @@ def maps() -> list[dict[str, Any]]:
 def registered() -> dict[str, int]:
     """Registered BPF tcp_congestion_ops: controller name -> struct_ops map id."""
     return {name: map_id for name, (map_id, _) in registered_ops().items()}
-
-
-def _available() -> set[str]:
-    return set(AVAILABLE.read_text().split())
 
 
 def register(
@@ -308,9 +164,7 @@ def register(
     with _ledger(ledger) as entries:
         entries[controller.name] = {"registered_at": time.time(), "pid": os.getpid()}
     try:
-        _bpftool("struct_ops", "register", str(target))
-        if controller.name not in _available():
-            raise BpfError(f"{controller.name} was registered but the kernel does not list it")
+        bpf_host.register_object(target, controller.name)
     except BaseException:
         with contextlib.suppress(BpfError):
             unregister(controller.name, ledger)
@@ -320,33 +174,12 @@ def register(
 Outcome = Literal["removed", "pending", "absent"]
 
 
-def _unregister(name: str, listed: list[OpsMap] | None = None) -> Outcome:
-    """Unregister every live map of `name` (the kernel only: the ledger is the caller's).
-    "pending" when the kernel still lists it afterwards, "absent" when it listed none."""
-    mine = [m for m in (ops_maps() if listed is None else listed) if m.name == name]
-    if not mine:
-        return "absent"
-    error = None
-    for m in mine:
-        if not m.pending:
-            try:
-                _bpftool("struct_ops", "unregister", "id", str(m.id))
-            except BpfError as exc:  # EINPROGRESS if another unregistration came first
-                error = exc
-    left = [m for m in ops_maps() if m.name == name]
-    if not left:
-        return "removed"
-    if all(m.pending for m in left):
-        return "pending"
-    raise error or BpfError(f"{name} is still registered after bpftool unregistered it")
-
-
 def unregister(name: str, ledger: Ledger | None = None) -> Outcome:
     """Unregister a controller and update the installation's ledger: its entry goes once the
     kernel no longer lists it, a pending one stays marked (later sweeps drop it). Raises
     BpfError only when bpftool fails on a controller that is still live."""
     ledger = ledger or default_ledger()
-    outcome = _unregister(name)
+    outcome = cast(Outcome, _unregister(name))
     with _ledger(ledger) as entries:
         _record(entries, name, outcome)
     return outcome
@@ -438,7 +271,7 @@ def sweep(
             if match is not None and match.group(1) in keep:
                 continue
             try:
-                outcome = _unregister(name, listed)
+                outcome = cast(Outcome, _unregister(name, listed))
             except BpfError as exc:
                 entries[name]["error"] = str(exc)
                 log.error("BPF sweep: %s could not be unregistered (retried later): %s", name, exc)
@@ -457,8 +290,6 @@ def sweep(
 
 
 # --- what this host can load --------------------------------------------------------------
-
-BTF = Path("/sys/kernel/btf/vmlinux")
 
 
 def probe(build_dir: Path = BPF_BUILD_DIR, try_load: bool = True) -> dict[str, Any]:

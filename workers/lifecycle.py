@@ -29,6 +29,7 @@ from schemas import ExperimentSpec
 from schemas.units import SI_NUMBERS
 from workers.artifacts import Uploader
 from workers.planning import plan_for_spec
+from workers.provenance import software
 from workers.testbeds.registry import TestbedContext, testbed_for
 
 log = logging.getLogger(__name__)
@@ -235,13 +236,15 @@ def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, f
 
 
 def _read_provenance(c: Claim) -> dict[str, Any]:
-    """What the sandbox recorded, plus what only the worker knows: ccbench's version and the
-    run's seed (also on failed and cancelled runs)."""
+    """What the sandbox recorded, plus what only the worker knows: ccbench's version, the
+    software that ran the run (workers/provenance.py) and the run's seed (also on failed and
+    cancelled runs)."""
     path = c.run_dir / rundir.PROVENANCE
     provenance: dict[str, Any] = {}
     if path.exists():
         provenance = json.loads(path.read_text())
     provenance["ccbench_version"] = CCBENCH_VERSION
+    provenance["software"] = software(get_settings().agents_dir)
     provenance["seed"] = c.spec.seed
     if c.run_dir.is_dir():
         missing = c.uploads.everything()  # before the final state: then the API has the files

@@ -103,12 +103,14 @@ class FlowPlan:
 
 @dataclass(frozen=True)
 class ControllerPlan:
-    """A BPF congestion controller the worker registers for the run (workers/bpf.py)."""
+    """A BPF congestion controller registered for the run: by the worker on its own kernel
+    (mininet, workers/bpf.py), or on the sender's host by the trial's play (hosts)."""
 
     name: str  # the per-run name flows select with TCP_CONGESTION
     algorithm: str  # ccbench algorithm id: agents/kernel/build/<algorithm>.bpf.o
     params: dict[str, float]  # as the spec gives them, defaults filled in
     symbols: dict[str, int]  # the object's .rodata tunables, as written into it
+    host: str | None = None  # hosts testbed: the sender host that registers it
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,12 @@ def controllers_for_spec(
     spec: ExperimentSpec, attempt_key: str
 ) -> tuple[list[ControllerPlan], list[str]]:
     """The BPF controllers a run's attempt (`attempt_key`, bpf.attempt_key) registers (one per
-    algorithm and parameter set) and each flow's controller name: the kernel's
-    (TCP_CONGESTION) or, for userspace flows, the id."""
-    controllers: dict[tuple[str, tuple[tuple[str, float], ...]], ControllerPlan] = {}
+    algorithm and parameter set; on the hosts testbed one per sender host, algorithm and
+    parameter set, as namespace hosts or containers may share one kernel and so one list of
+    controllers) and each flow's controller name: the kernel's (TCP_CONGESTION) or, for
+    userspace flows, the id."""
+    on_hosts = spec.testbed.kind == "hosts"
+    controllers: dict[tuple[str | None, str, tuple[tuple[str, float], ...]], ControllerPlan] = {}
     names = []
     for flow in spec.flows:
         if flow.agent == "userspace":  # ccbench-cc takes the algorithm id itself
@@ -45,13 +48,15 @@ def controllers_for_spec(
             names.append(KERNEL_BUILTIN_NAMES[flow.algorithm])
             continue
         params = flow.parameter_values()
-        key = (flow.algorithm.value, tuple(sorted(params.items())))
+        host = flow.src if on_hosts else None
+        key = (host, flow.algorithm.value, tuple(sorted(params.items())))
         if key not in controllers:
             controllers[key] = ControllerPlan(
                 name=bpf.controller_name(attempt_key, len(controllers), flow.algorithm.value),
                 algorithm=flow.algorithm.value,
                 params=params,
                 symbols=bpf.symbol_values(flow.algorithm.value, params),
+                host=host,
             )
         names.append(controllers[key].name)
     return list(controllers.values()), names

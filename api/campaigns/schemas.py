@@ -5,12 +5,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ccbench.access import Access
 from schemas.campaign import CampaignState, OccurrenceState
 
 
 class CampaignSummary(BaseModel):
     id: str
     name: str
+    team: str = Field(description="the team that owns it")
+    access: Access = Field(description="own, shared with the caller's team by name, or public")
     state: CampaignState
     schedule: dict[str, Any]
     next_due_at: datetime | None = Field(description="when the next occurrence fires")

@@ -1,5 +1,6 @@
-"""Campaign use cases of the API, scoped to the caller's team (the campaign's life itself is
-the domain's, ccbench.campaigns). Services never commit: the endpoint does."""
+"""Campaign use cases of the API: reads of the campaigns the caller's team may read (its own,
+shared with it, public: ccbench.sharing), changes of its own (the campaign's life itself is the
+domain's, ccbench.campaigns). Services never commit: the endpoint does."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from itertools import islice
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session
 
 from api.campaigns.schemas import (
@@ -17,31 +18,70 @@ from api.campaigns.schemas import (
     OccurrenceExperiment,
     OccurrenceOut,
 )
+from ccbench import sharing
+from ccbench.access import Access
+from ccbench.browse import id_starts
 from ccbench.campaigns.firing import remaining
 from ccbench.campaigns.schedule import instants
 from ccbench.db.models import Campaign, CampaignOccurrence, Experiment, Team, utcnow
-from ccbench.errors import NotFound
+from ccbench.errors import Forbidden, NotFound
+from ccbench.sharing import ResourceKind, Shares
 from schemas.campaign import CampaignState, OccurrenceState, stored_campaign
 
 UPCOMING = 5  # instants shown ahead
 RECENT_FAILURES = 10
 
 
+KIND = ResourceKind.campaign
+
+
+def _readable(team: Team) -> ColumnElement[bool]:
+    return sharing.readable(KIND, team.id, Campaign.team_id, Campaign.id)
+
+
 def get_campaign(session: Session, team: Team, campaign_id: str) -> Campaign:
-    campaign = session.scalar(
-        select(Campaign).where(Campaign.id == campaign_id, Campaign.team_id == team.id)
-    )
+    campaign = session.scalar(select(Campaign).where(Campaign.id == campaign_id, _readable(team)))
     if campaign is None:
         raise NotFound(f"campaign {campaign_id} not found")
     return campaign
 
 
+def owned(session: Session, team: Team, campaign_id: str) -> Campaign:
+    """A campaign of the team's own: one another team shared with it is read-only."""
+    campaign = get_campaign(session, team, campaign_id)
+    if campaign.team_id != team.id:
+        owner = session.get(Team, campaign.team_id)
+        raise Forbidden(
+            f"campaign {campaign.id} belongs to team {owner.name if owner else '?'} and is "
+            "shared with yours read-only"
+        )
+    return campaign
+
+
+def shares(session: Session, team: Team, campaign_id: str) -> Shares:
+    return sharing.shares_of(session, KIND, owned(session, team, campaign_id).id)
+
+
+def share(session: Session, team: Team, campaign_id: str, *, public: bool,
+          teams: list[str]) -> Shares:  # fmt: skip
+    campaign = owned(session, team, campaign_id)
+    return sharing.set_shares(session, KIND, campaign.id, team, public=public, teams=teams)
+
+
 def list_campaigns(
-    session: Session, team: Team, state: CampaignState | None, offset: int, limit: int
+    session: Session,
+    team: Team,
+    state: CampaignState | None,
+    offset: int,
+    limit: int,
+    *,
+    id_prefix: str | None = None,
 ) -> tuple[Sequence[Campaign], int]:
-    query: Select[tuple[Campaign]] = select(Campaign).where(Campaign.team_id == team.id)
+    query: Select[tuple[Campaign]] = select(Campaign).where(_readable(team))
     if state is not None:
         query = query.where(Campaign.state == state.value)
+    if id_prefix:
+        query = query.where(id_starts(Campaign.id, id_prefix))
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     page = session.scalars(
         query.order_by(Campaign.created_at.desc(), Campaign.id).offset(offset).limit(limit)
@@ -49,10 +89,14 @@ def list_campaigns(
     return page, total
 
 
-def summary(campaign: Campaign) -> CampaignSummary:
+def summary(session: Session, viewer: Team, campaign: Campaign) -> CampaignSummary:
+    owner = session.get(Team, campaign.team_id)
+    access = sharing.accesses(session, KIND, viewer.id, {campaign.id: campaign.team_id})
     return CampaignSummary(
         id=campaign.id,
         name=campaign.name,
+        team=owner.name if owner else "",
+        access=access.get(campaign.id, Access.public),
         state=CampaignState(campaign.state),
         schedule=campaign.spec["schedule"],
         next_due_at=campaign.next_due_at,
@@ -64,7 +108,7 @@ def summary(campaign: Campaign) -> CampaignSummary:
     )
 
 
-def detail(session: Session, campaign: Campaign) -> CampaignDetail:
+def detail(session: Session, viewer: Team, campaign: Campaign) -> CampaignDetail:
     failures = session.scalars(
         select(CampaignOccurrence)
         .where(
@@ -75,7 +119,7 @@ def detail(session: Session, campaign: Campaign) -> CampaignDetail:
         .limit(RECENT_FAILURES)
     ).all()
     return CampaignDetail(
-        **summary(campaign).model_dump(),
+        **summary(session, viewer, campaign).model_dump(),
         spec=campaign.spec,
         seed=campaign.seed,
         upcoming=upcoming(campaign),

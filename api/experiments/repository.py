@@ -1,46 +1,11 @@
-"""Queries on experiments and their runs, always scoped to one team."""
+"""Queries on one experiment's runs (which experiments a team may read: ccbench.browse)."""
 
 from collections.abc import Sequence
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ccbench.db.models import Experiment, ExperimentTag, Run
-
-
-def get_for_team(session: Session, team_id: str, experiment_id: str) -> Experiment | None:
-    return session.scalar(
-        select(Experiment).where(Experiment.id == experiment_id, Experiment.team_id == team_id)
-    )
-
-
-def list_for_team(
-    session: Session,
-    team_id: str,
-    *,
-    status: str | None,
-    name: str | None,
-    tag: str | None,
-    id_prefix: str | None = None,
-    offset: int,
-    limit: int,
-) -> tuple[Sequence[Experiment], int]:
-    query: Select[tuple[Experiment]] = select(Experiment).where(Experiment.team_id == team_id)
-    if status:
-        query = query.where(Experiment.status == status)
-    if id_prefix:
-        query = query.where(Experiment.id.startswith(id_prefix, autoescape=True))
-    if name:
-        query = query.where(Experiment.name.contains(name, autoescape=True))
-    if tag:
-        query = query.where(
-            Experiment.id.in_(select(ExperimentTag.experiment_id).where(ExperimentTag.tag == tag))
-        )
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    page = session.scalars(
-        query.order_by(Experiment.created_at.desc(), Experiment.id).offset(offset).limit(limit)
-    ).all()
-    return page, total
+from ccbench.db.models import Run
 
 
 def runs_of(session: Session, experiment_id: str) -> Sequence[Run]:

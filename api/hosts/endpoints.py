@@ -5,9 +5,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from api.auth import CurrentTeam
+from api.auth import CurrentTeam, WritingTeam
 from api.deps import DbSession
-from api.errors import AUTHENTICATED, CONFLICT, NOT_FOUND
+from api.errors import AUTHENTICATED, CONFLICT, FORBIDDEN, NOT_FOUND
 from api.hosts import service
 from api.hosts.schemas import GroupCreate, GroupOut, GroupUpdate, HostCreate, HostOut, HostUpdate
 from ccbench.errors import ValidationFailed
@@ -26,9 +26,12 @@ def _label_filters(label: list[str]) -> dict[str, str]:
 
 
 @router.post(
-    "/hosts", status_code=status.HTTP_201_CREATED, response_model=HostOut, responses=CONFLICT
+    "/hosts",
+    status_code=status.HTTP_201_CREATED,
+    response_model=HostOut,
+    responses={**CONFLICT, **FORBIDDEN},
 )
-def create_host(body: HostCreate, session: DbSession, team: CurrentTeam) -> HostOut:
+def create_host(body: HostCreate, session: DbSession, team: WritingTeam) -> HostOut:
     host = service.create_host(session, team, body)
     session.commit()
     return host
@@ -50,24 +53,29 @@ def get_host(name: str, session: DbSession, team: CurrentTeam) -> HostOut:
     return service.to_out(host, service.group_names_of(session, [host.id])[host.id])
 
 
-@router.patch("/hosts/{name}", response_model=HostOut, responses=NOT_FOUND)
-def update_host(name: str, body: HostUpdate, session: DbSession, team: CurrentTeam) -> HostOut:
+@router.patch("/hosts/{name}", response_model=HostOut, responses={**NOT_FOUND, **FORBIDDEN})
+def update_host(name: str, body: HostUpdate, session: DbSession, team: WritingTeam) -> HostOut:
     host = service.update_host(session, team, name, body)
     session.commit()
     return host
 
 
-@router.delete("/hosts/{name}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
-def delete_host(name: str, session: DbSession, team: CurrentTeam) -> Response:
+@router.delete(
+    "/hosts/{name}", status_code=status.HTTP_204_NO_CONTENT, responses={**NOT_FOUND, **FORBIDDEN}
+)
+def delete_host(name: str, session: DbSession, team: WritingTeam) -> Response:
     service.delete_host(session, team, name)
     session.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post(
-    "/host-groups", status_code=status.HTTP_201_CREATED, response_model=GroupOut, responses=CONFLICT
+    "/host-groups",
+    status_code=status.HTTP_201_CREATED,
+    response_model=GroupOut,
+    responses={**CONFLICT, **FORBIDDEN},
 )
-def create_group(body: GroupCreate, session: DbSession, team: CurrentTeam) -> GroupOut:
+def create_group(body: GroupCreate, session: DbSession, team: WritingTeam) -> GroupOut:
     group = service.create_group(session, team, body)
     session.commit()
     return group
@@ -83,15 +91,19 @@ def get_group(name: str, session: DbSession, team: CurrentTeam) -> GroupOut:
     return service.group_out(service.get_group(session, team, name))
 
 
-@router.patch("/host-groups/{name}", response_model=GroupOut, responses=NOT_FOUND)
-def update_group(name: str, body: GroupUpdate, session: DbSession, team: CurrentTeam) -> GroupOut:
+@router.patch("/host-groups/{name}", response_model=GroupOut, responses={**NOT_FOUND, **FORBIDDEN})
+def update_group(name: str, body: GroupUpdate, session: DbSession, team: WritingTeam) -> GroupOut:
     group = service.update_group(session, team, name, body)
     session.commit()
     return group
 
 
-@router.delete("/host-groups/{name}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND)
-def delete_group(name: str, session: DbSession, team: CurrentTeam) -> Response:
+@router.delete(
+    "/host-groups/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={**NOT_FOUND, **FORBIDDEN},
+)
+def delete_group(name: str, session: DbSession, team: WritingTeam) -> Response:
     service.delete_group(session, team, name)
     session.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

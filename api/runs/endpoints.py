@@ -1,16 +1,16 @@
-"""REST endpoints of runs: the team's runs; one run with its flows, time series and
-provenance; its log and files."""
+"""REST endpoints of runs: the runs the team may read; one run with its flows, time series
+and provenance; its log, its files and its bundle."""
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import FileResponse, PlainTextResponse
+from fastapi.responses import FileResponse, PlainTextResponse, StreamingResponse
 
 from api.auth import CurrentTeam
 from api.deps import DbSession
 from api.errors import AUTHENTICATED, NOT_FOUND
 from api.experiments.schemas import ID_PREFIX_HELP, PAGE_MAX, PAGE_SIZE_MAX, Page
-from api.runs import repository, service
+from api.runs import bundle, repository, service
 from api.runs.schemas import RunDetail, RunFile, RunListed
 from ccbench.runstate import RunStatus
 from schemas.limits import ID_LENGTH
@@ -32,7 +32,8 @@ def list_runs(
     page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1,
     page_size: Annotated[int, Query(ge=1, le=PAGE_SIZE_MAX)] = 50,
 ) -> Page[RunListed]:
-    """The team's runs: newest experiment first, each experiment's in matrix order."""
+    """The runs the team may read (its own, shared with it, public): newest experiment
+    first, each experiment's in matrix order."""
     runs, total = repository.list_for_team(
         session,
         team.id,
@@ -70,3 +71,27 @@ def list_run_files(run_id: str, session: DbSession, team: CurrentTeam) -> list[R
 def get_run_file(run_id: str, name: str, session: DbSession, team: CurrentTeam) -> FileResponse:
     path = service.run_file(session, team, run_id, name)
     return FileResponse(path, media_type="application/octet-stream", filename=path.name)
+
+
+BUNDLE_TYPE = "application/gzip"
+
+
+@router.get(
+    "/{run_id}/bundle",
+    response_class=StreamingResponse,
+    responses={**NOT_FOUND, 200: {"content": {BUNDLE_TYPE: {}}}},
+)
+def get_run_bundle(run_id: str, session: DbSession, team: CurrentTeam) -> StreamingResponse:
+    """Everything of the run in one .tar.gz: run.json, spec.json, submission.json (runs the
+    experiment again), provenance.json, series/, files/ (logs, agents' outputs, packet logs)
+    and SHA256SUMS, streamed as it is written."""
+    return bundle_response(*service.bundle(session, team, run_id))
+
+
+def bundle_response(root: str, members: list[bundle.Member]) -> StreamingResponse:
+    """The streamed bundle as a download (also served to the run page, api/web)."""
+    return StreamingResponse(
+        bundle.stream(root, members),
+        media_type=BUNDLE_TYPE,
+        headers={"Content-Disposition": f'attachment; filename="{root}.tar.gz"'},
+    )

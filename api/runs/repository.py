@@ -1,4 +1,4 @@
-"""Queries on runs, scoped to the team that owns their experiment."""
+"""Queries on runs, of the experiments a team may read (ccbench.browse.visible)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -6,15 +6,22 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
+from ccbench.browse import id_matches, id_starts, visible
 from ccbench.db.models import Experiment, Run, RunSeries
 
 
-def get_for_team(session: Session, team_id: str, run_id: str) -> Run | None:
-    return session.scalar(
+def find_for_team(session: Session, team_id: str, run_id: str) -> Sequence[Run]:
+    """The runs with this id, or this id prefix (at most 6), that the team may read."""
+    return session.scalars(
         select(Run)
         .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(Run.id == run_id, Experiment.team_id == team_id)
-    )
+        .where(
+            id_matches(Run.id, run_id),
+            visible(team_id),
+        )
+        .order_by(Run.id)
+        .limit(6)
+    ).all()
 
 
 def list_for_team(
@@ -27,14 +34,13 @@ def list_for_team(
     offset: int,
     limit: int,
 ) -> tuple[Sequence[Run], int]:
-    """A page of the team's runs (newest experiment first, then matrix order) and the total."""
+    """A page of the runs the team may read (newest experiment first, then matrix order) and
+    the total."""
     query: Select[tuple[Run]] = (
-        select(Run)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(Experiment.team_id == team_id)
+        select(Run).join(Experiment, Experiment.id == Run.experiment_id).where(visible(team_id))
     )
     if id_prefix:
-        query = query.where(Run.id.startswith(id_prefix, autoescape=True))
+        query = query.where(id_starts(Run.id, id_prefix))
     if experiment_id:
         query = query.where(Run.experiment_id == experiment_id)
     if status:

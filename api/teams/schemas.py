@@ -4,12 +4,14 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from ccbench.access import Scope
 from schemas.limits import NAME_MAX
 
 
 class Me(BaseModel):
     team_id: str
     team_name: str
+    scope: Scope = Field(description="what the token of this request may do")
 
 
 class TokenOut(BaseModel):
@@ -19,6 +21,10 @@ class TokenOut(BaseModel):
 
     id: str
     name: str
+    scope: Scope = Field(
+        description="read: reads; write: also submits and changes the team's experiments "
+        "and hosts; admin: also manages tokens and shares"
+    )
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
@@ -28,6 +34,7 @@ class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=NAME_MAX)
+    scope: Scope = Field(Scope.read, description="what the new token may do (default: read)")
     expires_at: AwareDatetime | None = Field(
         None, description="when the token stops working (RFC 3339 with an offset); none: never"
     )

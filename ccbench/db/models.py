@@ -14,13 +14,21 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
-from schemas.limits import ID_LENGTH, IDEMPOTENCY_KEY_MAX, NAME_MAX, TAG_MAX
+from schemas.limits import (
+    AXIS_PATH_MAX,
+    FACET_VALUE_MAX,
+    ID_LENGTH,
+    IDEMPOTENCY_KEY_MAX,
+    NAME_MAX,
+    TAG_MAX,
+)
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -86,6 +94,8 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     # None: the token does not expire. A revoked or expired token is refused at once.
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    # What the token may do (ccbench.access.Scope): read < write < admin.
+    scope: Mapped[str] = mapped_column(String(8))
 
     team: Mapped[Team] = relationship()
 
@@ -97,6 +107,8 @@ class Experiment(Base):
     team_id: Mapped[str] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX), index=True)
     description: Mapped[str] = mapped_column(Text, default="")
+    # Free text the team adds after the fact (PATCH); the description is the submission's.
+    notes: Mapped[str] = mapped_column(Text, default="")
     kind: Mapped[str] = mapped_column(String(16))  # experiment | matrix
     # The submission as validated and normalised (SI units): the source of every run's spec.
     submission: Mapped[dict[str, Any]] = mapped_column()
@@ -115,6 +127,18 @@ class Experiment(Base):
         ForeignKey("campaign_occurrences.id", ondelete="SET NULL"), index=True
     )
     path: Mapped[str | None] = mapped_column(String(130))  # "h1->h2"
+    # "Run again": the experiment whose stored submission this one was cloned from.
+    source_experiment_id: Mapped[str | None] = mapped_column(
+        ForeignKey("experiments.id", ondelete="SET NULL"), index=True
+    )
+    # Derived for browsing (ccbench.browse), written with the experiment and by every
+    # refresh of its status: the algorithm ids and testbed kinds of its runs (space
+    # separated, sorted), run counts by status (queued, running = any active state, done,
+    # failed, cancelled) and the median of each aggregate metric over its done runs.
+    algorithms: Mapped[str] = mapped_column(String(500), default="")
+    testbed: Mapped[str] = mapped_column(String(32), default="")
+    status_counts: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     tags: Mapped[list["ExperimentTag"]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="ExperimentTag.tag"
@@ -186,6 +210,70 @@ class ExperimentTag(Base):
         ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
     )
     tag: Mapped[str] = mapped_column(String(TAG_MAX), primary_key=True, index=True)
+
+
+class ExperimentFacet(Base):
+    """A (field path, value) that some run of the experiment has in its spec: what the
+    listing's parameter filters match (ccbench.browse.facets). Paths are written as matrix
+    axes are (`flows[*].algorithm` for any flow, `flows[1].start` for one); values in their
+    canonical text (ccbench.browse.canonical)."""
+
+    __tablename__ = "experiment_facets"
+
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(AXIS_PATH_MAX), primary_key=True)
+    value: Mapped[str] = mapped_column(String(FACET_VALUE_MAX), primary_key=True)
+
+    __table_args__ = (Index("ix_experiment_facets_key_value", "key", "value"),)
+
+
+class ExperimentPin(Base):
+    """An experiment a team pinned as a favourite (its own, or one shared with it)."""
+
+    __tablename__ = "experiment_pins"
+
+    team_id: Mapped[str] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True
+    )
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+
+
+class Grant(Base):
+    """Read access to one resource of a team (ccbench.sharing), keyed by its kind
+    (`experiment`, `campaign`) and id: for one other team, or for every team (public) when
+    `grantee_team_id` is None."""
+
+    __tablename__ = "grants"
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True, default=new_id)
+    resource_kind: Mapped[str] = mapped_column(String(16))
+    resource_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    owner_team_id: Mapped[str] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), index=True
+    )
+    grantee_team_id: Mapped[str | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint(
+            "resource_kind", "resource_id", "grantee_team_id", name="uq_grants_resource_grantee"
+        ),
+        # One public grant per resource (NULLs are distinct in the constraint above).
+        Index(
+            "uq_grants_resource_public",
+            "resource_kind",
+            "resource_id",
+            unique=True,
+            postgresql_where=text("grantee_team_id IS NULL"),
+            sqlite_where=text("grantee_team_id IS NULL"),
+        ),
+        Index("ix_grants_grantee", "resource_kind", "grantee_team_id"),
+    )
 
 
 class Run(Base):

@@ -10,6 +10,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
+from ccbench.browse import listed_counts, metric_medians
 from ccbench.db.models import Experiment, HostReservation, Run, utcnow
 from ccbench.runstate import ACTIVE, FINAL, RunStatus, experiment_status, sources_of
 
@@ -50,7 +51,8 @@ def release_hosts(session: Session, run_ids: list[str]) -> None:
 
 
 def refresh_experiment_status(session: Session, experiment_id: str) -> str:
-    """Recompute the experiment's stored status from its runs' states."""
+    """Recompute the experiment's stored status from its runs' states, with what the listing
+    shows of them (ccbench.browse): run counts, and metric medians when a run got done."""
     rows = session.execute(
         select(Run.status, func.count())
         .where(Run.experiment_id == experiment_id)
@@ -62,6 +64,11 @@ def refresh_experiment_status(session: Session, experiment_id: str) -> str:
     status = experiment_status(counts, experiment.cancel_requested_at is not None).value
     if experiment.status != status:
         experiment.status = status
+    listed = listed_counts(counts)
+    if listed.get("done", 0) != experiment.status_counts.get("done", 0):
+        experiment.summary = metric_medians(session, experiment_id)
+    if experiment.status_counts != listed:
+        experiment.status_counts = listed
     return status
 
 

@@ -43,7 +43,8 @@ def campaign_figure_data(report: dict[str, Any]) -> list[FigureData]:
     y = Axis(label)
     return [
         FigureData("over-time", f"{metric.label} over time", subtitle, Axis("occurrence", "date"),
-                   [Panel(y, [Trace(n, *xy, style="line") for n, xy in sorted(over_time.items())])],
+                   [Panel(y, [Trace(n, *xy, style="points")
+                              for n, xy in sorted(over_time.items())])],
                    legend_title="path"),
         FigureData("by-hour", f"{metric.label} by time of day", subtitle,
                    Axis(f"hour of day ({report['timezone']})", range=(0.0, 24.0),

@@ -136,6 +136,9 @@ def _draw_trace(ax: Axes, axis: Axis, trace: Trace, k: int, n: int) -> None:
             label=label,
             linestyle="none" if axis.scale == "category" else "-",
         )
+    elif trace.style == "points":
+        ax.plot(x, y, color=colour, marker=marker_of(trace), markersize=4, linewidth=1.0,
+                label=label)  # fmt: skip
     elif trace.style in ("markers", "events"):
         marker = marker_of(trace)
         size = 10 if trace.style == "events" or not dense(trace) else 4

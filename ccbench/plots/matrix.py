@@ -1,5 +1,5 @@
 """The figures of an experiment's matrix, from its report (GET /v1/experiments/{id}/report)
-and comparisons (GET .../compare):
+and comparisons (GET .../compare), and of comparisons across experiments (GET /v1/compare):
 
 - a metric against an axis, median ± SIQR over repetitions, a series per value of another axis
   (seed 000 Figs. 5-9: metric against buffer per algorithm; seed 001 Figs. 1, 8, 15:
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from ccbench.plots.axes import MatrixAxis, file_value, matrix_axis, short_names
 from ccbench.plots.conditions import SEPARATOR, conditions, stored_spec
 from ccbench.plots.model import CDF, Axis, FigureData, Panel, Trace, cdf, log_scale, scaled, times
-from schemas.metrics import METRICS, Quantity
+from schemas.metrics import DIMENSIONLESS, METRICS, Quantity
 
 # Pantheon draws one standard deviation of each scheme's runs.
 ELLIPSE_SIGMAS = 1.0
@@ -121,6 +121,95 @@ def comparison_figure_data(
     return FigureData(
         name,
         f"{metric.label} against {x_axis.label}",
+        SEPARATOR.join(s for s in (subtitle, f"median ± SIQR, n = {n}") if s),
+        axis,
+        [Panel(Axis(y_label), traces)],
+        legend=by_axis is not None,
+        legend_title=by_axis.label if by_axis else "",
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _cross_x(
+    comparison: Mapping[str, Any], points: Sequence[Mapping[str, Any]], short: str
+) -> tuple[Axis, Callable[[Mapping[str, Any]], Any]]:
+    """The x axis of a comparison across experiments and each point's x on it. Numbers (spec
+    fields are stored in SI units: `x_unit`) and quantities as matrix axes write them
+    (`0.5bdp`, `25pkt`, lists of flows) lie on a numeric axis; anything else (algorithms,
+    experiments, flows by index) is a category, shown by its label."""
+    path, values = comparison["x"], [p["x"] for p in points]
+    matrix = matrix_axis(path, values, short)
+    unit: str | None = None
+    number: Callable[[Any], float | None] = matrix.number
+    if path != "flow" and values and all(_is_number(v) for v in values):
+        unit, number = comparison.get("x_unit") or DIMENSIONLESS, float
+    elif path != "flow":
+        unit = matrix.unit
+    if unit is None:
+        labels = tuple(dict.fromkeys(str(p["label"]) for p in points))
+        return Axis(matrix.label, "category", categories=labels), lambda p: p["label"]
+    numbers = [number(v) for v in values]
+    label, factor = scaled(Quantity(path, unit, matrix.label, path), numbers)
+    present = sorted({n * factor for n in numbers if n is not None})
+    ticks = tuple(present) if len(present) <= MAX_TICKS else ()
+    axis = Axis(label, "log" if log_scale(present) else "linear", ticks=ticks)
+
+    def x_of(point: Mapping[str, Any]) -> float | None:
+        n = number(point["x"])
+        return None if n is None else n * factor
+
+    return axis, x_of
+
+
+def cross_comparison_figure_data(comparison: Mapping[str, Any], subtitle: str = "") -> FigureData:
+    """GET /v1/compare (runs, matrix points and experiments of any teams that shared them) as a
+    figure: the metric's median with SIQR error bars against `x` (numeric where the values are
+    quantities, as a matrix's figures), a series per value of `by` (per experiment when
+    several are compared). Without a `subtitle` it names the compared experiments unless the
+    series already do."""
+    metric = METRICS[comparison["metric"]]
+    x_path, by_path = comparison["x"], comparison.get("by")
+    shorts = short_names([x_path, by_path] if by_path and by_path != x_path else [x_path])
+    points = [p for s in comparison["series"] for p in s["points"]]
+    axis, x_of = _cross_x(comparison, points, shorts[x_path])
+    by_axis = (
+        matrix_axis(by_path, [s["by"] for s in comparison["series"]], shorts[by_path])
+        if by_path
+        else None
+    )
+    shown = [p for p in points if p["median"] is not None]
+    y_label, y_factor = scaled(metric, [p["median"] + (p["siqr"] or 0) for p in shown])
+    traces = []
+    for k, series in enumerate(comparison["series"]):
+        kept = [p for p in series["points"] if p["median"] is not None]
+        # Quantities as a matrix's legends show them ("0.5 BDP"); else the comparison's label.
+        written = by_axis is not None and by_axis.unit is not None and not _is_number(series["by"])
+        traces.append(
+            Trace(
+                by_axis.text(series["by"]) if by_axis and written else series["label"],
+                [x_of(p) for p in kept],
+                [p["median"] * y_factor for p in kept],
+                style="errorbars",
+                colour=k,
+                error=[(p["siqr"] or 0) * y_factor for p in kept],
+                hover=[f"{p['label']}: n = {p['n']}" for p in kept],
+            )
+        )
+    if not subtitle and by_path != "experiment":
+        subtitle = ", ".join(f"{e['name']} ({e['short_id']})" for e in comparison["experiments"])
+    counts = sorted({p["n"] for p in shown})
+    n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}" if counts else "0"
+    per_flow = comparison.get("scope") == "flow"
+    name = f"{metric.name}{'_per_flow' if per_flow else ''}_vs_{shorts[x_path]}" + (
+        f"_by_{shorts[by_path]}" if by_path else ""
+    )
+    x_label = matrix_axis(x_path, [p["x"] for p in points], shorts[x_path]).label
+    return FigureData(
+        name,
+        f"{'per-flow ' if per_flow else ''}{metric.label} against {x_label}",
         SEPARATOR.join(s for s in (subtitle, f"median ± SIQR, n = {n}") if s),
         axis,
         [Panel(Axis(y_label), traces)],

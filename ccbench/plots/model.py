@@ -22,12 +22,13 @@ from schemas.metrics import Quantity, heading, scaled_unit
 # aggregate  the sum of the series (black, heavier)
 # reference  a configured value (the link rate, the buffer, the base RTT): grey dashed
 # markers    points without lines (scatter; categories)
+# points     discrete measurements joined by a line, each marked (a campaign's occurrences)
 # events     marks of single events (drops)
 # errorbars  points with error bars (median ± SIQR), joined by a line on a numeric axis only
 # box        one box per category from `samples` (quartiles, whiskers at 1.5 IQR, outliers)
 # outline    a closed curve in its series' colour (an ellipse), no legend entry
 Style = Literal[
-    "line", "dashed", "step", "aggregate", "reference", "markers", "events", "errorbars",
+    "line", "dashed", "step", "aggregate", "reference", "markers", "points", "events", "errorbars",
     "box", "outline",
 ]  # fmt: skip
 # date: x values are ISO 8601 instants (a campaign's occurrences over time).

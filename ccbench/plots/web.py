@@ -66,6 +66,11 @@ def _trace(trace: Trace, categorical: bool, yaxis: str) -> dict[str, Any]:
             "symbol": symbol,
             "size": 7 if trace.style == "events" or not dense(trace) else 4,
         }
+    elif trace.style == "points":
+        # Every measurement stays a vertex (Plotly drops near-collinear ones by default).
+        out["mode"] = "lines+markers"
+        out["marker"] = {"color": colour, "symbol": _symbol(trace), "size": 7}
+        out["line"] = {"color": colour, "width": 1.5, "simplify": False}
     elif trace.style == "errorbars":
         out["mode"] = "markers" if categorical else "lines+markers"
         out["marker"] = {"color": colour, "symbol": _symbol(trace), "size": 7}

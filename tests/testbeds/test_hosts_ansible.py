@@ -21,6 +21,7 @@ import pytest
 from ccbench.settings import get_settings
 from tests.hoststate import HostState
 from tests.sshhosts import PREFIX, SshHosts
+from workers import bpf, bpf_host
 from workers.testbeds.hosts import ansible, errors, inventory
 
 pytestmark = pytest.mark.root
@@ -337,6 +338,129 @@ def test_cleanup_stops_leftover_agents_and_uninstalls(hosts: SshHosts, tmp_path:
             leftover.wait()
 
 
+needs_bpf = pytest.mark.skipif(
+    shutil.which("bpftool") is None or shutil.which("clang-14") is None,
+    reason="needs bpftool and clang-14 (scripts/install.sh installs them)",
+)
+
+
+def bpf_sources(tmp: Path) -> Path:
+    """A snapshot of agents/kernel's sources (a change while the test runs must not matter)."""
+    snapshot = tmp / "kernel"
+    shutil.copytree(bpf.KERNEL_DIR / "bpf", snapshot / "bpf")
+    shutil.copy2(bpf.KERNEL_DIR / "Makefile", snapshot / "Makefile")
+    return snapshot
+
+
+def bpf_trial(
+    hosts: SshHosts, key: str, port: int, duration_s: float, sources: Path
+) -> dict[str, Any]:
+    """One flow from h1 to h2 with a BPF bfa controller registered on h1 for the trial."""
+    name = bpf.controller_name(key, 0, "bfa")
+    params = {"sigma_on": 0.02, "sigma_off": -0.02, "alpha_srv": 0.75}
+    trial = tcp_trial("h1", "h2", f"{hosts['h2'].address}:{port}", name, duration_s,
+                      check_cc=False)  # fmt: skip
+    trial["controllers"] = [{"host": "h1", "name": name, "algorithm": "bfa",
+                             "symbols": bpf.symbol_values("bfa", params)}]  # fmt: skip
+    trial["bpf_source_sha256"] = bpf_host.source_digest(sources)
+    return trial
+
+
+def controllers_named(prefix: str) -> list[str]:
+    """The kernel's BPF controllers (live or pending) whose name starts with prefix."""
+    return sorted(f"{m.name} {m.state}" for m in bpf_host.ops_maps() if m.name.startswith(prefix))
+
+
+def ledgers(host: Any) -> list[Path]:
+    return sorted((host.prefix / "lib" / "bpf" / "registered").glob("*"))
+
+
+@needs_bpf
+def test_bpf_controllers_are_built_on_the_host_registered_and_removed(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
+    """Provisioning builds the BPF objects on the sender's host against its kernel (once: a
+    second provisioning changes nothing); a trial registers its controller there under the
+    run's name with the run's tunables, the flow uses it, and the play unregisters it. Sources
+    other than the host's build fail the preflight as "not provisioned"."""
+    sources = bpf_sources(tmp_path)
+    wanted = artifacts(tmp_path, bpf_source_dir=str(sources), bpf_hosts=["h1"])
+    log: list[str] = []
+    started = time.monotonic()
+    ansible.provision(hosts.as_dicts(), wanted, on_log=log.append)
+    print(f"provision with the BPF build on h1: {time.monotonic() - started:.2f} s")
+    assert any("changed     h1 | Provision | Build the BPF controllers" in line for line in log)
+    assert any("skipped     h2 | Provision | Build the BPF controllers" in line for line in log)
+    build = hosts["h1"].prefix / "lib" / "bpf" / "build"
+    stamp = json.loads((build / "stamp.json").read_text())
+    assert stamp["source_sha256"] == bpf_host.source_digest(bpf.KERNEL_DIR)
+    assert stamp["btf_sha256"] == bpf_host.btf_digest()
+    assert {p.name for p in build.glob("*.bpf.o")} == {
+        p.name.replace(".c", ".o") for p in (sources / "bpf").glob("*.bpf.c")
+    }
+    assert not (hosts["h2"].prefix / "lib" / "bpf" / "build").exists()
+    again = ansible.provision(hosts.as_dicts(), wanted)
+    assert again.changed() == 0, again.stats
+
+    key = f"ansible-{hosts.tag}"
+    trial = bpf_trial(hosts, key, 5001, TRIAL_DURATION_S, sources)
+    [controller] = trial["controllers"]
+    result = ansible.run_trial(hosts.as_dicts(), trial, tmp_path / "out", trial_id=f"t-{hosts.tag}")
+    # The agent read the controller back from its socket (getsockopt TCP_CONGESTION).
+    summary = read_jsonl(tmp_path / "out" / "flow-0.send.jsonl")[-1]
+    assert summary["type"] == "summary" and summary["cc"] == controller["name"]
+    assert summary["bytes_acked"] > 1e6
+    registered = result.reports["h1"]["bpf_controllers"]
+    assert list(registered) == [controller["name"]]
+    assert registered[controller["name"]]["algorithm"] == "bfa"
+    assert result.reports["h1"]["bpf_teardown"] == {controller["name"]: "removed"}
+    assert "bpf_controllers" not in result.reports["h2"]
+    assert controllers_named(f"cb{bpf.run_tag(key)}") == []
+    assert ledgers(hosts["h1"]) == []
+    assert list((hosts["h1"].prefix / "runs").iterdir()) == []
+
+    # Objects built from other sources (the worker's ccbench changed): provision first.
+    stale = {**bpf_trial(hosts, f"{key}-stale", 5002, 1, sources), "bpf_source_sha256": "0" * 64}
+    with pytest.raises(errors.NotProvisioned, match="built from other sources"):
+        ansible.run_trial(hosts.as_dicts(), stale, tmp_path / "stale")
+    assert controllers_named(f"cb{bpf.run_tag(f'{key}-stale')}") == []
+
+
+@needs_bpf
+def test_bpf_controllers_are_removed_after_a_failure_and_a_killed_play(
+    hosts: SshHosts, tmp_path: Path
+) -> None:
+    """A trial that fails after registering (its sender finds no receiver) still unregisters
+    its controller in the play's `always`; a play killed mid-run (time limit) is cleaned up
+    from outside, by the trial's ledger on the host."""
+    sources = bpf_sources(tmp_path)
+    ansible.provision(hosts.as_dicts(), artifacts(tmp_path, bpf_source_dir=str(sources),
+                                                  bpf_hosts=["h1"]))  # fmt: skip
+    key = f"ansible-{hosts.tag}"
+    failing = bpf_trial(hosts, f"{key}-fail", 5001, TRIAL_DURATION_S, sources)
+    failing["receivers"] = []  # nobody listens: the sender's connect is refused
+    log: list[str] = []
+    with pytest.raises(errors.TaskFailed) as caught:
+        ansible.run_trial(hosts.as_dicts(), failing, tmp_path / "fail", on_log=log.append)
+    assert caught.value.host == "h1" and "flow-0.send" in str(caught.value)
+    assert any("changed     h1 | Trial | Register the trial's BPF" in line for line in log)
+    assert any("changed     h1 | Trial | Unregister the trial's BPF" in line for line in log)
+    assert controllers_named(f"cb{bpf.run_tag(f'{key}-fail')}") == []
+    assert ledgers(hosts["h1"]) == []
+
+    killed = bpf_trial(hosts, f"{key}-kill", 5003, 30, sources)
+    name = killed["controllers"][0]["name"]
+    log = []
+    with pytest.raises(errors.PlaybookTimeout):
+        ansible.run_trial(hosts.as_dicts(), killed, tmp_path / "kill", timeout_s=8,
+                          trial_id=f"k-{hosts.tag}", on_log=log.append)  # fmt: skip
+    assert any("changed     h1 | Trial | Register the trial's BPF" in line for line in log)
+    assert any("h1 | Cleanup | Unregister the BPF controllers" in line for line in log), log
+    assert controllers_named(name) == []
+    assert ledgers(hosts["h1"]) == []
+    assert agent_processes(str(hosts["h1"].prefix)) == []
+
+
 def test_bad_descriptions_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(errors.HostSpecError, match="field 'address' is required"):
         inventory.parse_hosts([{"name": "h1"}])
@@ -353,3 +477,17 @@ def test_bad_descriptions_name_the_field(tmp_path: Path) -> None:
         )
     with pytest.raises(errors.HostSpecError, match="field 'agent_binary'"):
         ansible.provision(hosts, {"agent_binary": str(tmp_path / "missing")})
+    with pytest.raises(errors.HostSpecError, match="field 'bpf_source_dir'"):
+        ansible.provision(hosts, {"bpf_source_dir": str(tmp_path)})
+    sender = {"host": "a", "name": "f", "args": ["send"], "duration_s": 1}
+    controller = {"host": "a", "name": "cb0a1b2c0_bfa", "algorithm": "bfa", "symbols": {}}
+    for bad, message in (
+        ({**controller, "host": "b"}, r"controllers\[0\]: field 'host'"),
+        ({**controller, "name": "bfa"}, r"controllers\[0\]: field 'name' is not a ccbench"),
+        ({**controller, "algorithm": "x;y"}, r"controllers\[0\]: field 'algorithm'"),
+    ):
+        with pytest.raises(errors.HostSpecError, match=message):
+            ansible.run_trial(hosts, {"senders": [sender], "controllers": [bad],
+                                      "bpf_source_sha256": "0" * 64}, tmp_path)  # fmt: skip
+    with pytest.raises(errors.HostSpecError, match="'bpf_source_sha256' is required"):
+        ansible.run_trial(hosts, {"senders": [sender], "controllers": [controller]}, tmp_path)

@@ -11,7 +11,9 @@ pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 pub struct TcpInfo {
     pub snd_mss: u32,
     pub unacked: u32,
+    pub sacked: u32,
     pub lost: u32,
+    pub retrans: u32,
     pub rtt_us: u32,
     pub rttvar_us: u32,
     pub snd_ssthresh: u32,
@@ -39,7 +41,9 @@ pub fn decode(b: &[u8]) -> Option<TcpInfo> {
     Some(TcpInfo {
         snd_mss: u32_at(b, 16)?,
         unacked: u32_at(b, 24)?,
+        sacked: u32_at(b, 28)?,
         lost: u32_at(b, 32)?,
+        retrans: u32_at(b, 36)?,
         rtt_us: u32_at(b, 68)?,
         rttvar_us: u32_at(b, 72)?,
         snd_ssthresh: u32_at(b, 76)?,
@@ -74,6 +78,13 @@ pub fn read(fd: RawFd) -> std::io::Result<TcpInfo> {
 }
 
 impl TcpInfo {
+    /// Packets in flight as the kernel counts them (tcp_packets_in_flight: packets out, less
+    /// those SACKed or marked lost, plus those retransmitted): the window in use, which a flow
+    /// that is not cwnd-limited (paced, application-limited) keeps below cwnd.
+    pub fn in_flight(&self) -> u32 {
+        (self.unacked.saturating_sub(self.sacked + self.lost)).saturating_add(self.retrans)
+    }
+
     /// The `tcp_info` JSON line of docs/contracts.md.
     pub fn to_json(&self, ts: f64, flow: u32) -> Value {
         let mut m = Map::new();
@@ -101,6 +112,7 @@ impl TcpInfo {
         m.insert("bytes_acked".into(), json!(self.bytes_acked));
         m.insert("bytes_sent".into(), json!(self.bytes_sent));
         m.insert("mss".into(), json!(self.snd_mss));
+        m.insert("in_flight_pkts".into(), json!(self.in_flight()));
         Value::Object(m)
     }
 }
@@ -112,6 +124,10 @@ mod tests {
     fn sample() -> Vec<u8> {
         let mut b = vec![0u8; 232];
         b[16..20].copy_from_slice(&1448u32.to_ne_bytes());
+        b[24..28].copy_from_slice(&12u32.to_ne_bytes()); // unacked
+        b[28..32].copy_from_slice(&3u32.to_ne_bytes()); // sacked
+        b[32..36].copy_from_slice(&2u32.to_ne_bytes()); // lost
+        b[36..40].copy_from_slice(&1u32.to_ne_bytes()); // retrans
         b[68..72].copy_from_slice(&40_500u32.to_ne_bytes());
         b[76..80].copy_from_slice(&INFINITE_SSTHRESH.to_ne_bytes());
         b[80..84].copy_from_slice(&10u32.to_ne_bytes());
@@ -139,6 +155,7 @@ mod tests {
         assert_eq!(line["delivery_rate_bps"], json!(10_000_000u64));
         assert_eq!(line["srtt_s"], json!(0.0405));
         assert_eq!(line["flow"], json!(3));
+        assert_eq!(line["in_flight_pkts"], json!(12 - 3 - 2 + 1));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 """The hosts testbed's four operations on experiment hosts, each one play of playbooks/
 (workers.testbeds.hosts.playbook): probe what the hosts can do, provision them (agents, BPF
-objects, congestion controls, sysctls), run one trial, clean up. Called with plain data (hosts
+controllers built against each host's kernel, congestion controls, sysctls), run one trial
+(registering and always unregistering its BPF controllers), clean up. Called with plain data (hosts
 as workers.testbeds.hosts.inventory describes them), no database."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ccbench.settings import get_settings
+from workers import bpf_host
 from workers.testbeds.hosts.errors import (
     HostsError,
     HostSpecError,
@@ -64,7 +66,10 @@ class Artifacts:
 
     agent_binary: str = field(default_factory=lambda: _agent("ccbench-agent"))
     link_binary: str = field(default_factory=lambda: _agent("ccbench-link"))
-    bpf_objects: list[str] = field(default_factory=list)
+    # ccbench's BPF sources (agents/kernel), built on the hosts against their own kernel; ""
+    # builds none.
+    bpf_source_dir: str = ""
+    bpf_hosts: list[str] = field(default_factory=list)  # the hosts that build them; []: all
     congestion_controls: list[str] = field(default_factory=lambda: ["reno", "cubic"])
     # sysctl name -> value; None keeps the role's defaults (socket buffers up to 64 MB).
     sysctls: dict[str, str] | None = None
@@ -78,16 +83,20 @@ class Artifacts:
         # Ansible runs in playbooks/: relative paths would point there.
         artifacts.agent_binary = str(Path(artifacts.agent_binary).resolve())
         artifacts.link_binary = str(Path(artifacts.link_binary).resolve())
-        artifacts.bpf_objects = [str(Path(p).resolve()) for p in artifacts.bpf_objects]
+        if artifacts.bpf_source_dir:
+            artifacts.bpf_source_dir = str(Path(artifacts.bpf_source_dir).resolve())
         for key in ("agent_binary", "link_binary"):
             if not Path(getattr(artifacts, key)).is_file():
                 raise HostSpecError(
                     f"artifacts: field '{key}': {getattr(artifacts, key)} is not a file "
                     "(build the agents: cargo build --release in agents/)"
                 )
-        for path in artifacts.bpf_objects:
-            if not Path(path).is_file():
-                raise HostSpecError(f"artifacts: field 'bpf_objects': {path} is not a file")
+        source = artifacts.bpf_source_dir
+        if source and not (Path(source) / "Makefile").is_file():
+            raise HostSpecError(
+                f"artifacts: field 'bpf_source_dir': {source} is not ccbench's agents/kernel "
+                "(no Makefile)"
+            )
         return artifacts
 
 
@@ -98,14 +107,16 @@ def provision(
     on_log: LogFn | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> PlayResult:
-    """Install the agents and BPF objects, allow the congestion controls, set buffer sysctls.
-    Idempotent: the result's changed() is 0 when the hosts were already provisioned so."""
+    """Install the agents, build the BPF controllers on the hosts (with bpf_source_dir), allow
+    the congestion controls, set buffer sysctls. Idempotent: the result's changed() is 0 when
+    the hosts were already provisioned so."""
     if not isinstance(artifacts, Artifacts):
         artifacts = Artifacts.from_dict(artifacts)
     extravars: dict[str, Any] = {
         "ccbench_agent_binary": artifacts.agent_binary,
         "ccbench_link_binary": artifacts.link_binary,
-        "ccbench_bpf_objects": artifacts.bpf_objects,
+        "ccbench_bpf_source_dir": artifacts.bpf_source_dir,
+        "ccbench_bpf_hosts": artifacts.bpf_hosts,
         "ccbench_congestion_controls": artifacts.congestion_controls,
     }
     if artifacts.sysctls is not None:
@@ -123,7 +134,8 @@ class TrialResult:
 
 
 _TRIAL_FIELDS = {"emulators", "receivers", "senders", "paths", "binaries", "router", "start_at",
-                 "start_margin_s", "ready_timeout_s", "stop_grace_s"}  # fmt: skip
+                 "start_margin_s", "ready_timeout_s", "stop_grace_s", "controllers",
+                 "bpf_source_sha256"}  # fmt: skip
 
 
 def _trial_extravars(
@@ -169,6 +181,22 @@ def _trial_extravars(
     for i, path in enumerate(trial.get("paths", [])):
         if path.get("host") not in host_names or not path.get("address") or not path.get("name"):
             raise HostSpecError(f"trial: paths[{i}]: needs host (one of the hosts), name, address")
+    controllers = [dict(c) for c in trial.get("controllers", [])]
+    for i, controller in enumerate(controllers):
+        where = f"trial: controllers[{i}]"
+        if controller.get("host") not in host_names:
+            raise HostSpecError(f"{where}: field 'host' must be one of the hosts")
+        name = str(controller.get("name", ""))
+        if not bpf_host.NAME_PATTERN.match(name) or len(name) >= bpf_host.OPS_NAME_LEN:
+            raise HostSpecError(f"{where}: field 'name' is not a ccbench controller name")
+        if not re.fullmatch(r"[a-z_]+", str(controller.get("algorithm", ""))):
+            raise HostSpecError(f"{where}: field 'algorithm' must be an algorithm id")
+        symbols = controller.get("symbols") or {}
+        controller["symbols"] = {str(k): int(v) for k, v in symbols.items()}
+    if len({c["name"] for c in controllers}) != len(controllers):
+        raise HostSpecError("trial: controllers: names are repeated")
+    if controllers and not trial.get("bpf_source_sha256"):
+        raise HostSpecError("trial: field 'bpf_source_sha256' is required with controllers")
     router = dict(trial.get("router") or {})
     if router:
         for key in ("host", "receivers", "forward_queue", "reverse_queue"):
@@ -186,6 +214,8 @@ def _trial_extravars(
         "ccbench_binaries": dict(trial.get("binaries") or {}),
         "ccbench_router": router,
         "ccbench_start_at": float(trial.get("start_at", 0.0)),
+        "ccbench_controllers": controllers,
+        "ccbench_bpf_source_sha256": str(trial.get("bpf_source_sha256") or ""),
     }
     for key in ("start_margin_s", "ready_timeout_s", "stop_grace_s"):
         if key in trial:
@@ -214,11 +244,15 @@ def run_trial(
              "paths"?: [{"host", "name", "address"}],
              "binaries"?: {host: [{"name", "sha256"}]},
              "router"?: {"host", "receivers", "forward_queue", "reverse_queue", "files"?},
+             "controllers"?: [{"host", "name", "algorithm", "symbols"}],
+             "bpf_source_sha256"?: (required with controllers),
              "start_at"?: unix time, "start_margin_s"?, "ready_timeout_s"?, "stop_grace_s"?}
     `args` follow the binary (ccbench-link for emulators, ccbench-agent otherwise); processes
     run in the trial directory, so relative file names land there (playbooks/roles/ccbench/
-    defaults/main.yml). Exit codes and stderr are in the result's `agents`, what the modules
-    measured (versions, paths, router) in `reports`."""
+    defaults/main.yml). BPF controllers are registered on their hosts before any agent starts
+    (objects built by provision(), from sources whose digest is bpf_source_sha256) and always
+    unregistered at the end. Exit codes and stderr are in the result's `agents`, what the
+    modules measured (versions, paths, router, bpf_controllers, bpf_teardown) in `reports`."""
     parsed = parse_hosts(hosts)
     local = Path(local_dir)
     local.mkdir(parents=True, exist_ok=True)
@@ -255,9 +289,10 @@ def cleanup(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     trial_id: str | None = None,
 ) -> PlayResult:
-    """Stop every ccbench agent and link emulator of the hosts' installs and remove trial
-    directories (and the whole install with uninstall=True); with trial_id, only that trial's
-    agents, router rules and directory."""
+    """Stop every ccbench agent and link emulator of the hosts' installs, unregister the BPF
+    controllers their trials registered and remove trial directories (and the whole install
+    with uninstall=True); with trial_id, only that trial's agents, controllers, router rules
+    and directory."""
     if trial_id is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", trial_id):
         raise ValueError(f"trial_id: letters, digits, - and _ only, got {trial_id!r}")
     return run_playbook(

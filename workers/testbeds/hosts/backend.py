@@ -8,9 +8,14 @@
     clock offsets)
 
 Hosts are provisioned on demand: when the trial's preflight finds an agent that is not this
-worker's build (or a loadable congestion control not loaded), provision.yml runs once and the
-trial is retried; later runs pay nothing for it. Every Ansible task becomes a line of
-<run_dir>/run.log; failures become errors that name the host."""
+worker's build (or a loadable congestion control not loaded, or BPF controllers not built from
+this worker's sources against the host's kernel), provision.yml runs once and the trial is
+retried; later runs pay nothing for it. A flow with `runtime: bpf` selects the controller its
+sender's host registers for the run attempt (workers/bpf.py names it, one per host, algorithm
+and parameters), built on that host against its own kernel BTF; the play registers it before
+any agent starts and unregisters it whatever happens (playbooks/roles/ccbench: ccbench_bpf).
+Every Ansible task becomes a line of <run_dir>/run.log; failures become errors that name the
+host."""
 
 from __future__ import annotations
 
@@ -23,13 +28,14 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ccbench import rundir
 from ccbench.errors import NotFound
 from ccbench.hosts import HostAccess, load_access
+from workers import bpf, bpf_host
 from workers.plan import Plan, emulator_args, receiver_args, sender_args, trace_file_text
 from workers.testbeds.base import CancelCheck, EventSink, TestbedResult
 from workers.testbeds.hosts import ansible, errors
@@ -107,7 +113,8 @@ def sha256_of(path: Path) -> str:
 @dataclass
 class TrialPlan:
     trial: dict[str, Any]
-    congestion_controls: list[str]  # the kernel controllers the senders select
+    congestion_controls: list[str]  # the kernel's own controllers the senders select
+    bpf_hosts: list[str]  # the hosts that register BPF controllers (they build them)
 
 
 def trial_for_plan(plan: Plan, records: Sequence[HostAccess]) -> TrialPlan:
@@ -119,9 +126,13 @@ def trial_for_plan(plan: Plan, records: Sequence[HostAccess]) -> TrialPlan:
     receivers: list[dict[str, Any]] = []
     senders: list[dict[str, Any]] = []
     paths: list[dict[str, Any]] = []
+    bpf_names = {c.name for c in plan.controllers}
     for flow in plan.flows:
         assert flow.src is not None and flow.dst is not None  # the spec requires them on hosts
         i, port = flow.index, port0 + flow.index
+        # A BPF controller is not the kernel's until the trial registers it: the preflight
+        # checks its build instead.
+        kernel_cc = flow.agent == "kernel" and flow.algorithm not in bpf_names
         address = by_name[flow.dst].flow_address
         receivers.append({
             "host": flow.dst, "name": f"flow-{i}.recv", "files": [rundir.receiver_log(i)],
@@ -129,7 +140,7 @@ def trial_for_plan(plan: Plan, records: Sequence[HostAccess]) -> TrialPlan:
         })  # fmt: skip
         senders.append({
             "host": flow.src, "name": f"flow-{i}.send", "files": [rundir.sender_log(i)],
-            "cc": flow.algorithm if flow.agent == "kernel" else "",
+            "cc": flow.algorithm if kernel_cc else "",
             "start_s": flow.start_s, "duration_s": flow.duration_s,
             "args": sender_args(flow, f"{address}:{port}", plan.interval_ms, plan.seed),
         })  # fmt: skip
@@ -145,6 +156,12 @@ def trial_for_plan(plan: Plan, records: Sequence[HostAccess]) -> TrialPlan:
         "paths": paths,
         "binaries": binaries,
     }
+    if plan.controllers:
+        trial["controllers"] = [
+            {"host": c.host, "name": c.name, "algorithm": c.algorithm, "symbols": c.symbols}
+            for c in plan.controllers
+        ]
+        trial["bpf_source_sha256"] = bpf_host.source_digest(bpf.KERNEL_DIR)
     router = plan.router
     if router is not None:
         (link,) = plan.links  # the spec allows the dumbbell only with a router
@@ -170,7 +187,8 @@ def trial_for_plan(plan: Plan, records: Sequence[HostAccess]) -> TrialPlan:
             {"name": "ccbench-link", "sha256": sha256_of(agents_dir / "ccbench-link")}
         ]
     kernel_ccs = sorted({str(s["cc"]) for s in senders if s["cc"]})
-    return TrialPlan(trial, kernel_ccs)
+    bpf_hosts = sorted({str(c.host) for c in plan.controllers})
+    return TrialPlan(trial, kernel_ccs, bpf_hosts)
 
 
 class RunLog:
@@ -313,6 +331,8 @@ def _trial_provisioning_on_demand(
         "agent_binary": str(agents_dir / "ccbench-agent"),
         "link_binary": str(agents_dir / "ccbench-link"),
         "congestion_controls": trial.congestion_controls,
+        "bpf_source_dir": str(bpf.KERNEL_DIR) if trial.bpf_hosts else "",
+        "bpf_hosts": trial.bpf_hosts,
     })  # fmt: skip
     ansible.provision(hosts, artifacts, on_log=log, timeout_s=min(remaining(), 600))
     provenance["provisioned"] = [h["name"] for h in hosts]
@@ -328,17 +348,21 @@ def _describe_hosts(plan: Plan, records: Sequence[HostAccess]) -> dict[str, Any]
         for r in records
     }  # fmt: skip
     routed = plan.router is not None
-    return {
+    out: dict[str, Any] = {
         "hosts": described,
         "router": plan.router,
         "link_mechanism": "emulator" if routed else "none",
         "delay_mechanism": "emulator" if routed else None,
     }
+    if plan.controllers:  # as the sandbox records them, each with the host that registers it
+        out["bpf_controllers"] = [asdict(c) for c in plan.controllers]
+    return out
 
 
 def _measured(plan: Plan, result: ansible.TrialResult, run_dir: Path) -> dict[str, Any]:
     """What the trial's modules found: per host kernel and agent versions, per flow the path
-    (ping RTT, MTU) and the receiver's clock offset, and the router's rules."""
+    (ping RTT, MTU) and the receiver's clock offset, the router's rules, and how each BPF
+    controller's unregistration went (as the mininet testbed records it)."""
     out: dict[str, Any] = {"start_ts": result.start_at, "host_reports": {}}
     paths: dict[str, Any] = {}
     for host, report in result.reports.items():
@@ -346,6 +370,8 @@ def _measured(plan: Plan, result: ansible.TrialResult, run_dir: Path) -> dict[st
         paths.update(report.get("paths") or {})
         if "router" in report:
             out["router_rules"] = report["router"]
+        if report.get("bpf_teardown"):
+            out.setdefault("bpf_teardown", {}).update(report["bpf_teardown"])
     out["agent_versions"] = {
         host: report.get("versions") for host, report in out["host_reports"].items()
     }

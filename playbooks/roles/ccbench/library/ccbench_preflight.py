@@ -2,9 +2,10 @@
 """Ansible module: check, before a trial starts anything, that a host has what the trial needs.
 
 Fails with "not provisioned: ..." when provisioning would fix it (an agent binary missing or
-not the worker's build, a congestion control whose module is not loaded) and with
-"capability missing: ..." when it would not (a congestion control the kernel cannot offer,
-forwarding switched off on a router, no iptables). The agents run as root, so
+not the worker's build, a congestion control whose module is not loaded, BPF controllers not
+built from the worker's sources against this kernel's BTF) and with "capability missing: ..."
+when it would not (a congestion control the kernel cannot offer, no BTF or bpftool for BPF
+controllers, forwarding switched off on a router, no iptables). The agents run as root, so
 net.ipv4.tcp_allowed_congestion_control (provisioning's business) does not limit them.
 Reports the installed agents' versions and the kernel. Changes nothing. Runs under the
 host's Python 3 (stdlib only)."""
@@ -12,12 +13,15 @@ host's Python 3 (stdlib only)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import shutil
 import subprocess
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ccbench_bpf_host import BTF, BpfError, btf_digest
 
 DOCUMENTATION = r"""
 module: ccbench_preflight
@@ -41,6 +45,12 @@ options:
     description: Whether this host forwards the trial's packets through ccbench-link.
     type: bool
     default: false
+  bpf:
+    description: The BPF controllers this host's senders use, C({build, source_sha256,
+      algorithms}); their objects must have been built in C(build) from sources with that
+      digest, against this kernel's BTF (ccbench_bpf build). Empty for none.
+    type: dict
+    default: {}
 """
 
 NOT_PROVISIONED = "not provisioned:"
@@ -73,6 +83,38 @@ def module_exists(name: str) -> bool:
     return proc.returncode == 0
 
 
+def bpf_problems(bpf: dict[str, Any]) -> list[str]:
+    """Why this host cannot register the trial's BPF controllers (none: it can)."""
+    if not bpf.get("algorithms"):
+        return []
+    if not os.path.exists(BTF):
+        return [f"{CAPABILITY_MISSING} kernel {platform.release()} has no BTF ({BTF}), which "
+                "BPF congestion controllers need"]  # fmt: skip
+    if shutil.which("bpftool") is None:
+        return [f"{CAPABILITY_MISSING} bpftool is missing (Debian package bpftool)"]
+    build = str(bpf["build"])
+    try:
+        with open(os.path.join(build, "stamp.json")) as handle:
+            stamp = json.load(handle)
+    except (OSError, ValueError):
+        stamp = {}
+    try:
+        btf = btf_digest()
+    except BpfError as exc:
+        return [f"{CAPABILITY_MISSING} {exc}"]
+    if stamp.get("source_sha256") != bpf.get("source_sha256"):
+        why = "not built" if not stamp else "built from other sources than the worker's"
+        return [f"{NOT_PROVISIONED} BPF controllers in {build}: {why}"]
+    if stamp.get("btf_sha256") != btf:
+        return [f"{NOT_PROVISIONED} BPF controllers in {build} were built for another kernel "
+                f"(now {platform.release()})"]  # fmt: skip
+    return [
+        f"{NOT_PROVISIONED} BPF object {name}.bpf.o is missing in {build}"
+        for name in bpf["algorithms"]
+        if not os.path.isfile(os.path.join(build, f"{name}.bpf.o"))
+    ]
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -80,6 +122,7 @@ def main() -> None:
             "binaries": {"type": "list", "elements": "dict", "default": []},
             "congestion_controls": {"type": "list", "elements": "str", "default": []},
             "router": {"type": "bool", "default": False},
+            "bpf": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -105,6 +148,8 @@ def main() -> None:
             )
         elif name not in available:
             problems.append(f"{NOT_PROVISIONED} congestion control {name} is not loaded")
+
+    problems.extend(bpf_problems(module.params["bpf"] or {}))
 
     if module.params["router"]:
         if read_words("/proc/sys/net/ipv4/ip_forward") != ["1"]:

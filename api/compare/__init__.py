@@ -1,0 +1,1 @@
+"""Comparisons across experiments (and teams): GET /v1/compare."""

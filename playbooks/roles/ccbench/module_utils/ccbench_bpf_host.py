@@ -1,0 +1,1 @@
+../../../../workers/bpf_host.py
