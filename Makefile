@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 CCBENCH := $(VENV)/bin/ccbench
 EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
-.PHONY: install agents demo test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots bench-conformance
+SEEDS ?= 000 001 002 003 004
+
+.PHONY: install agents demo reproduce test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots bench-conformance
 
 install:
 	scripts/install.sh
@@ -14,6 +16,19 @@ install:
 demo: install
 	$(CCBENCH) up --detach
 	rc=0; $(CCBENCH) submit $(EXAMPLE) --wait || rc=$$?; $(CCBENCH) down; exit $$rc
+
+# The seeds' headline experiments at the papers' own parameters, paper against measured per
+# figure (docs/reproductions.md). Hours: `ccbench reproduce SEED --dry-run` shows each seed's
+# runs and emulated time. One seed at a time, on the stack CCBENCH_API_URL (or `ccbench up`)
+# names, else on an embedded stack started for it. SEEDS="002 003" for some, QUICK=1 for the
+# quick variants.
+reproduce:
+	@started=0; \
+	if ! $(CCBENCH) list --page-size 1 >/dev/null 2>&1; then $(CCBENCH) up --detach && started=1; fi; \
+	rc=0; for seed in $(SEEDS); do \
+	  $(CCBENCH) reproduce $$seed $(if $(QUICK),--quick) --wait || rc=$$?; \
+	done; \
+	if [ $$started = 1 ]; then $(CCBENCH) down; fi; exit $$rc
 
 # The whole test suite. pytest exits 5 when it collected no test: that fails too.
 test: lint test-rust test-python

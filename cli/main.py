@@ -12,12 +12,12 @@ import typer
 
 from ccbench.settings import private_files
 from ccbench.version import CCBENCH_VERSION
-from cli import admin, browse, campaigns, db, experiments, hosts, local, tokens
+from cli import admin, browse, campaigns, db, experiments, hosts, local, reproduce, tokens
 from cli.client import ClientError
 from cli.render import console
 from schemas.matrix import reason_of
 
-COMMANDS = (experiments.app, browse.app, local.app)
+COMMANDS = (experiments.app, browse.app, reproduce.app, local.app)
 GROUPS = (hosts.app, campaigns.app, tokens.app, admin.app, db.app)
 
 app = typer.Typer(

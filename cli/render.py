@@ -13,6 +13,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ccbench.plots.axes import value_text
 from schemas import AggregateMetrics
 from schemas.metrics import (
     BIT_PER_S,
@@ -85,7 +86,9 @@ def status_text(status: str) -> Text:
 
 
 def axes_text(axis_values: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in axis_values.items())
+    """`topology.bottleneck.buffer=2bdp flows=2 × bfa`: values as figures' legends show them
+    (a `flows` axis's lists of flows by their algorithms, not as raw specs)."""
+    return " ".join(f"{k}={value_text(v)}" for k, v in axis_values.items())
 
 
 def run_label(run: dict[str, Any], total: int) -> str:
@@ -123,7 +126,7 @@ def runs_table(runs: list[dict[str, Any]], axes: list[str]) -> Table:
         grid.add_row(
             str(run["order_index"] + 1),
             short(run["id"]),
-            *(str(run["axis_values"].get(axis, "")) for axis in axes),
+            *(value_text(run["axis_values"].get(axis, "")) for axis in axes),
             str(run["repetition"]),
             status_text(run["status"]),
             detail,

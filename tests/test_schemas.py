@@ -152,6 +152,41 @@ def load(name: str) -> Any:
     return SUBMISSION.validate_python(yaml.safe_load((EXAMPLES / name).read_text()))
 
 
+def _example_kind(path: Path) -> str:
+    if path.name == "claims.yaml":
+        return "claims"
+    return "campaign" if path.parent.name == "campaigns" else "submission"
+
+
+@pytest.mark.parametrize(
+    "example",
+    sorted(EXAMPLES.rglob("*.yaml")),
+    ids=lambda p: str(p.relative_to(EXAMPLES)),
+)
+def test_every_example_validates_subdirectories_included(example: Path) -> None:
+    """Every file under schemas/examples, at any depth: a submission (the seeds' templates
+    too), a campaign, or a seed's claims file, each against its model."""
+    from schemas.campaign import CampaignSpec
+    from schemas.reproduce import SeedClaims
+
+    document = yaml.safe_load(example.read_text())
+    model: Any = {
+        "claims": SeedClaims,
+        "campaign": TypeAdapter(CampaignSpec),
+        "submission": SUBMISSION,
+    }[_example_kind(example)]
+    if isinstance(model, TypeAdapter):
+        model.validate_python(document)
+    else:
+        model.model_validate(document)
+
+
+def test_the_examples_include_every_seeds_templates() -> None:
+    found = {p.parent.name for p in EXAMPLES.glob("seeds/*/*.yaml")}
+    assert found == {"000", "001", "002", "003", "004"}
+    assert len(list(EXAMPLES.rglob("*.yaml"))) > 40
+
+
 def test_example_is_the_documented_experiment() -> None:
     spec = load("dumbbell-reno-vs-cubic.yaml")
     assert isinstance(spec, ExperimentSpec)
