@@ -449,3 +449,59 @@ def test_compare_metric_against_axes_and_export_csv(
         f"/v1/experiments/{exp_id}/export.csv", params={"table": "packets"}, headers=auth(token)
     )
     assert bad_table.status_code == 422 and "table" in bad_table.text
+
+
+def test_two_runs_finishing_at_once_leave_the_experiment_done(
+    client: TestClient, team_token: tuple[str, str]
+) -> None:
+    """Two workers finish the last two runs in concurrent transactions: whichever refreshes
+    the experiment second must count the first's run as done (it waits for the first's lock
+    and counts after it). It used to count first and leave the experiment `running` for good."""
+    import threading
+    import time
+
+    from sqlalchemy import text, update
+
+    from ccbench.db.runs import refresh_experiment_status, transition
+    from ccbench.db.session import engine_for
+    from ccbench.runstate import RunStatus
+    from ccbench.settings import get_settings
+
+    _, token = team_token
+    exp_id = client.post(
+        "/v1/experiments", json=matrix(["reno"], ["1bdp"], 2), headers=auth(token)
+    ).json()["id"]
+    with session_scope() as session:
+        first, second = session.scalars(
+            select(Run.id).where(Run.experiment_id == exp_id).order_by(Run.order_index)
+        ).all()
+        session.execute(update(Run).where(Run.experiment_id == exp_id).values(status="analyzing"))
+    engine = engine_for(get_settings().effective_database_url)
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite serializes writers: no two transactions interleave")
+    holding = threading.Event()
+
+    def finish_first() -> None:
+        with session_scope() as session:
+            assert transition(session, first, RunStatus.done)
+            refresh_experiment_status(session, exp_id)  # holds the experiment's row lock
+            holding.set()
+            with engine.connect() as watcher:  # commit only once the other one waits for it
+                deadline = time.monotonic() + 30
+                while not watcher.execute(
+                    text("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                ).scalar():
+                    assert time.monotonic() < deadline, "the second refresh never waited"
+                    time.sleep(0.02)
+
+    thread = threading.Thread(target=finish_first)
+    thread.start()
+    assert holding.wait(30)
+    with session_scope() as session:
+        assert transition(session, second, RunStatus.done)
+        refresh_experiment_status(session, exp_id)  # waits for the first's commit
+    thread.join(30)
+    with session_scope() as session:
+        experiment = session.get(Experiment, exp_id)
+        assert experiment is not None
+        assert (experiment.status, experiment.status_counts) == ("done", {"done": 2})

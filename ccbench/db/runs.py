@@ -52,15 +52,21 @@ def release_hosts(session: Session, run_ids: list[str]) -> None:
 
 def refresh_experiment_status(session: Session, experiment_id: str) -> str:
     """Recompute the experiment's stored status from its runs' states, with what the listing
-    shows of them (ccbench.browse): run counts, and metric medians when a run got done."""
+    shows of them (ccbench.browse): run counts, and metric medians when a run got done.
+
+    The experiment's row is locked before the runs are counted: two runs finishing at once on
+    two workers each count the other's run as still active when they count first, and the
+    one that writes last leaves a finished experiment `running` for good (seen in the scale-out
+    test: 12 of 12 runs done, the experiment running 240 s later). Counted after the lock,
+    in PostgreSQL's read committed, the second sees the first's committed run."""
+    experiment = session.get(Experiment, experiment_id, with_for_update=True)
+    assert experiment is not None
     rows = session.execute(
         select(Run.status, func.count())
         .where(Run.experiment_id == experiment_id)
         .group_by(Run.status)
     ).all()
     counts = {RunStatus(status): n for status, n in rows}
-    experiment = session.get(Experiment, experiment_id, with_for_update=True)
-    assert experiment is not None
     status = experiment_status(counts, experiment.cancel_requested_at is not None).value
     if experiment.status != status:
         experiment.status = status
