@@ -25,6 +25,10 @@ enum Event {
     Deliver(usize, DataHeader),
     /// An ACK reaches its flow's sender.
     Ack(usize, AckPacket),
+    /// A receiver's delayed-ACK timer (`Flow::delayed_acks`).
+    AckTimer(usize),
+    /// A jittered data packet reaches the bottleneck (`Flow::send_jitter`).
+    Arrive(usize, DataHeader, bool),
     /// A flow's pacing slot, RTO or controller timer; stale unless it is the flow's `wake_ns`.
     Wake(usize),
 }
@@ -119,6 +123,8 @@ struct FlowState {
     around: Around,
     start_ns: u64,
     extra_delay_ns: u64,
+    /// `Flow::send_jitter`: bound (ns), SplitMix64 state, last arrival at the bottleneck.
+    jitter: Option<(u64, u64, u64)>,
     drop_first_transmission: BTreeSet<u64>,
     /// When the pending `Wake` is due.
     wake_ns: Option<u64>,
@@ -212,11 +218,12 @@ impl Engine {
                         sim.packet_bytes,
                         flow.receiver,
                         Duration::ZERO,
-                        false,
+                        flow.delayed_acks,
                     ),
                     around,
                     start_ns: ns(flow.start),
                     extra_delay_ns: ns(flow.extra_delay),
+                    jitter: flow.send_jitter.map(|(max, seed)| (ns(max), seed, 0)),
                     drop_first_transmission: flow.drop_first_transmission,
                     wake_ns: None,
                     round_end: 0,
@@ -277,6 +284,8 @@ impl Engine {
                 Event::LinkDone => self.link_done(),
                 Event::Deliver(flow, header) => self.deliver(flow, header),
                 Event::Ack(flow, ack) => self.ack_arrives(flow, ack),
+                Event::Arrive(flow, header, injected) => self.enqueue(flow, header, injected),
+                Event::AckTimer(flow) => self.ack_timer(flow),
                 Event::Wake(flow) => {
                     if self.flows[flow].wake_ns == Some(time_ns) {
                         self.flows[flow].wake_ns = None;
@@ -362,10 +371,31 @@ impl Engine {
         let f = &mut self.flows[flow];
         let payload = &mut self.payload[..packet.payload_len.into()];
         pattern::fill(packet.flow, packet.seq, payload);
+        let deadline_before = f.receiver.ack_deadline();
         let (ack, _) = f.receiver.on_data(f.time(now_ns), &packet, payload);
-        let ack = ack.expect("without delayed ACKs every intact packet is acknowledged at once");
-        let at = now_ns + ns(self.link.delay) + f.extra_delay_ns;
-        self.schedule(at, Event::Ack(flow, ack));
+        match ack {
+            Some(ack) => {
+                let at = now_ns + ns(self.link.delay) + f.extra_delay_ns;
+                self.schedule(at, Event::Ack(flow, ack));
+            }
+            None => {
+                // Held back (delayed ACKs): the receiver's timer sends it at the latest.
+                let deadline = f.receiver.ack_deadline();
+                if let Some(deadline) = deadline.filter(|_| deadline != deadline_before) {
+                    let at = f.start_ns + ns(deadline);
+                    self.schedule(at, Event::AckTimer(flow));
+                }
+            }
+        }
+    }
+
+    fn ack_timer(&mut self, flow: usize) {
+        let now_ns = self.now_ns;
+        let f = &mut self.flows[flow];
+        if let Some(ack) = f.receiver.poll_delayed_ack(f.time(now_ns)) {
+            let at = now_ns + ns(self.link.delay) + f.extra_delay_ns;
+            self.schedule(at, Event::Ack(flow, ack));
+        }
     }
 
     // --- the sender ---
@@ -379,7 +409,25 @@ impl Engine {
             payload_len: u16::try_from(tx.bytes).expect("packet_bytes is a u16"),
         };
         let injected = !tx.retransmission && f.drop_first_transmission.remove(&tx.seq);
-        self.enqueue(flow, packet, injected);
+        let Some((max_ns, state, last_ns)) = f.jitter else {
+            self.enqueue(flow, packet, injected);
+            return;
+        };
+        // SplitMix64, uniform in [0, max_ns]; never before the flow's previous packet.
+        let state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let unit = (z >> 11) as f64 / (1u64 << 53) as f64;
+        let delay_ns = (unit * (max_ns + 1) as f64) as u64;
+        let at = (self.now_ns + delay_ns).max(last_ns);
+        f.jitter = Some((max_ns, state, at));
+        if at == self.now_ns {
+            self.enqueue(flow, packet, injected);
+        } else {
+            self.schedule(at, Event::Arrive(flow, packet, injected));
+        }
     }
 
     /// Runs the flow's due timers, sends what the sender allows now and schedules its next

@@ -11,11 +11,11 @@
 //!
 //! Model (network times exact in integer nanoseconds, events ordered by (time, insertion order)):
 //! - Each sender's access path is infinitely fast: a packet reaches the bottleneck the instant
-//!   the sender emits it. The bottleneck serializes packets at `Link::rate_bytes_per_s`; up to
+//!   the sender emits it, or after the flow's `Flow::send_jitter` (order kept). The bottleneck serializes packets at `Link::rate_bytes_per_s`; up to
 //!   `Link::buffer_pkts` packets *wait* behind the one being serialized (ns-2's and Linux
 //!   pfifo's convention), a packet arriving to a full buffer is dropped (drop tail).
 //! - After serialization a packet propagates for `Link::delay` (plus the flow's `extra_delay`)
-//!   to its `FlowReceiver`, which ACKs every packet at once (no delayed ACKs) with the
+//!   to its `FlowReceiver`, which ACKs every packet at once (unless `Flow::delayed_acks`) with the
 //!   transport's ACK: cumulative point, echoed sequence number and send timestamp, the SACK
 //!   bitmap of the 64 packets before it, the receiver controller's feedback (ARB). ACKs travel
 //!   `Link::delay` (plus `extra_delay`) back and are never lost or queued.
@@ -112,6 +112,8 @@ pub struct Flow {
     receiver: Option<Box<dyn ReceiverController>>,
     start: Duration,
     extra_delay: Duration,
+    send_jitter: Option<(Duration, u64)>,
+    delayed_acks: bool,
     drop_first_transmission: BTreeSet<u64>,
 }
 
@@ -122,6 +124,8 @@ impl Flow {
             receiver: None,
             start: Duration::ZERO,
             extra_delay: Duration::ZERO,
+            send_jitter: None,
+            delayed_acks: false,
             drop_first_transmission: BTreeSet::new(),
         }
     }
@@ -135,6 +139,22 @@ impl Flow {
     /// Extra one-way delay on this flow's path, in both directions (RTT differences).
     pub fn extra_delay(mut self, extra: Duration) -> Flow {
         self.extra_delay = extra;
+        self
+    }
+
+    /// A random delay before each of this flow's packets reaches the bottleneck, uniform in
+    /// [0, `max`] and drawn from `seed`, that never reorders the flow's packets (as
+    /// `ccbench-link`'s jitter and a spec's `flows[].send_jitter`): seed 004 §III-A's "small
+    /// random delay before each packet is sent", against phase effects.
+    pub fn send_jitter(mut self, max: Duration, seed: u64) -> Flow {
+        self.send_jitter = Some((max, seed));
+        self
+    }
+
+    /// The receiver ACKs every second packet or after 40 ms (the transport's
+    /// `transport.delayed_acks`); default: every packet at once.
+    pub fn delayed_acks(mut self, on: bool) -> Flow {
+        self.delayed_acks = on;
         self
     }
 

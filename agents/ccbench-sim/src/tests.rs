@@ -289,3 +289,86 @@ fn two_flows_share_the_link_and_runs_are_deterministic() {
     assert!((total - 1.25e6).abs() / 1.25e6 < 0.002, "{total}");
     assert!(a.flows.iter().all(|f| f.goodput_bytes_per_s > 0.4 * 1.25e6));
 }
+
+/// A paced flow (500 packets/s, 2 ms apart) whose packets wait up to 8 ms before the
+/// bottleneck, on a NewReno window of 100 (a reordering would show as duplicate ACKs).
+fn jittered(seed: u64) -> Report {
+    let mut controller = fixed(100.0, Recovery::NewReno);
+    controller.pacing = Some(500_000.0);
+    Sim::new(link(100))
+        .per_ack_samples(true)
+        .flow_with(Flow::new(controller).send_jitter(Duration::from_millis(8), seed))
+        .run(Duration::from_secs(5))
+}
+
+#[test]
+fn send_jitter_delays_packets_within_its_bound_and_keeps_their_order() {
+    let report = jittered(1);
+    let flow = &report.flows[0];
+    let base = link(100).base_rtt(1000);
+    let rtts: Vec<Duration> = flow.acks.iter().filter_map(|s| s.rtt).collect();
+    assert!(rtts.len() > 2000, "{}", rtts.len());
+    // Each packet waits [0, 8] ms (or behind its predecessor, at most 8 ms after the
+    // predecessor's own send time + 2 ms gap), then at most a few packets' serialization.
+    let bound = base + Duration::from_millis(8) + Duration::from_micros(5 * 800);
+    assert!(rtts.iter().all(|&r| r >= base && r <= bound), "{rtts:?}");
+    let mean = rtts.iter().sum::<Duration>().as_secs_f64() / rtts.len() as f64;
+    let extra_ms = (mean - base.as_secs_f64()) * 1e3;
+    assert!(
+        (3.0..7.0).contains(&extra_ms),
+        "mean extra delay {extra_ms} ms"
+    );
+    // Order kept: no duplicate ACK, no congestion event, nothing resent.
+    assert_eq!(flow.congestion_events().count(), 0);
+    assert_eq!(flow.retransmissions, 0);
+    assert!(report.drops.is_empty());
+    // Seeded: the same seed, the same run; another seed, another one.
+    let again = jittered(1);
+    assert_eq!(
+        format!("{:?}", flow.acks),
+        format!("{:?}", again.flows[0].acks)
+    );
+    assert_ne!(
+        format!("{:?}", flow.acks),
+        format!("{:?}", jittered(2).flows[0].acks)
+    );
+}
+
+#[test]
+fn delayed_acks_acknowledge_every_second_packet_or_after_40_ms() {
+    let run = |delayed: bool| {
+        Sim::new(link(100))
+            .measure_from(Duration::from_secs(1))
+            .flow_with(Flow::new(fixed(20.0, Recovery::NewReno)).delayed_acks(delayed))
+            .run(Duration::from_secs(6))
+    };
+    let (every, delayed) = (run(false), run(true));
+    let counts = |r: &Report| {
+        let state = &r.flows[0].rounds.last().unwrap().state;
+        (state[0], state[1])
+    };
+    let (acks, sent) = counts(&every);
+    assert!(acks > 0.99 * sent, "{acks} ACKs for {sent} packets");
+    let (acks, sent) = counts(&delayed);
+    assert!(
+        (0.45 * sent..0.55 * sent).contains(&acks),
+        "{acks} ACKs for {sent} packets"
+    );
+    // The window still delivers about window/RTT: nothing waits for the 40 ms timer in steady
+    // state, the first packet of each pair only for the second (0.8 ms later).
+    for (r, slack) in [(&every, 0.0), (&delayed, 0.0008)] {
+        let goodput = r.flows[0].goodput_bytes_per_s;
+        let (high, low) = (20.0 * 1000.0 / 0.0408, 20.0 * 1000.0 / (0.0408 + slack));
+        assert!(
+            goodput <= high * 1.005 && goodput >= low * 0.995,
+            "{goodput} not in {low}..{high}"
+        );
+    }
+    // A single packet is acknowledged by the timer, 40 ms after it arrived.
+    let single = Sim::new(link(100))
+        .per_ack_samples(true)
+        .flow_with(Flow::new(fixed(1.0, Recovery::NewReno)).delayed_acks(true))
+        .run(Duration::from_secs(1));
+    let first = single.flows[0].acks[0].rtt.unwrap();
+    assert_eq!(first, link(100).base_rtt(1000) + Duration::from_millis(40));
+}
