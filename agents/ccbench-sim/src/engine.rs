@@ -79,6 +79,11 @@ impl Controller for Probe {
     fn recovery(&self) -> Recovery {
         self.inner.recovery()
     }
+    // Every method is forwarded, those with a default body too: the default would swallow it
+    // (Sim::initial_window never reached a controller while this one was missing).
+    fn set_initial_window(&mut self, packets: f64) {
+        self.inner.set_initial_window(packets);
+    }
     fn on_sent(&mut self, sent: &Sent) {
         self.inner.on_sent(sent);
     }

@@ -115,3 +115,22 @@ fn a_timeout_restarts_from_one_packet() {
     assert_eq!(timeout.cwnd_after, 1.0);
     assert_eq!(timeout.ssthresh_after, (timeout.cwnd_before / 2.0).max(2.0));
 }
+
+#[test]
+fn starts_at_the_simulations_initial_window() {
+    // Sim::initial_window reaches the controller through the simulator's probe: slow start
+    // begins at 10 packets (RFC 6928), one more per ACK.
+    for initial in [1u32, 10] {
+        let report = Sim::new(link(51))
+            .initial_window(initial)
+            .per_ack_samples(true)
+            .flow(Box::new(new(&config(&[])).unwrap()))
+            .run(Duration::from_millis(200));
+        let first = &report.flows[0].acks[0];
+        assert_eq!(
+            first.cwnd,
+            f64::from(initial) + 1.0,
+            "initial window {initial}"
+        );
+    }
+}
