@@ -68,12 +68,9 @@ extras='[dev]'
 $worker_only && extras=''  # a worker needs no test or lint tools
 .venv/bin/pip install -q --disable-pip-version-check -e ".$extras"
 
-log "Rust agents (cargo build --release)"
-(cd agents && cargo build --release --locked -q)
-if [ -e /sys/kernel/btf/vmlinux ]; then
-  log "BPF congestion controllers (agents/kernel, against this kernel's BTF)"
-  make -s -C agents/kernel
-else
+log "Rust agents (cargo build --release) and, with this kernel's BTF, the BPF controllers"
+make -s agents  # the Makefile's recipe, also run before every `make test`
+if [ ! -e /sys/kernel/btf/vmlinux ]; then
   log "no /sys/kernel/btf/vmlinux: BPF congestion controllers not built (runtime: bpf unavailable)"
 fi
 log "done: $(.venv/bin/ccbench --help >/dev/null && echo ccbench CLI ok), agents in agents/target/release"
