@@ -9,15 +9,23 @@ workers, the CLI's probe) changes the ledger under an exclusive `fcntl.flock` on
 `bpf-controllers.lock` beside it, reads it, and replaces it atomically (write a temporary file,
 rename). The lock is re-entrant within a process (a sweep or a probe holds it around its own
 registrations) and is dropped in a forked child, which must not act on its parent's lock. Both
-files are owner-only (0600) in the state directory."""
+files are owner-only (0600) in the state directory.
+
+Waiting for the lock is bounded (`LOCK_WAIT_S`): every section holding it is a few bpftool
+calls (each bounded at 30 s by workers/bpf_host.py) and a file write, so a longer wait means a
+stuck holder, and a run must fail with who that is rather than hang until its time limit. The
+holder writes its pid, thread and start time into the lock file for that (flock is advisory,
+the content is only ever read to explain a wait)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from functools import lru_cache
@@ -28,6 +36,11 @@ from ccbench.settings import get_settings
 
 FILE_NAME = "bpf-controllers.json"
 LOCK_NAME = "bpf-controllers.lock"
+LOCK_WAIT_S = 90.0  # above three bpftool timeouts: a longer wait is a stuck holder
+LOCK_WARN_S = 5.0  # a wait this long is logged with the holder, once
+LOCK_POLL_S = 0.02
+
+log = logging.getLogger(__name__)
 
 Entries = dict[str, dict[str, Any]]  # controller name -> what is known about it
 
@@ -37,13 +50,15 @@ class LedgerError(RuntimeError):
 
 
 class Ledger:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, wait_s: float = LOCK_WAIT_S) -> None:
         self.path = path
+        self.wait_s = wait_s
         self.lock_path = path.with_name(LOCK_NAME)
         self._mutex = threading.RLock()
         self._fd: int | None = None
         self._depth = 0
         self._entries: Entries = {}
+        self._on_disk = "{}"  # the entries as the file holds them (compared, not re-read)
         _LIVE.add(self)
 
     @contextlib.contextmanager
@@ -57,11 +72,10 @@ class Ledger:
                 self._lock()
             self._depth += 1
             try:
-                before = json.dumps(self._entries, sort_keys=True)
                 try:
                     yield self._entries
                 finally:  # what was done before a failure is recorded too
-                    if json.dumps(self._entries, sort_keys=True) != before:
+                    if self._serialized() != self._on_disk:
                         self._write()
             finally:
                 self._depth -= 1
@@ -76,12 +90,76 @@ class Ledger:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._acquire(fd)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, self._holder_record().encode(), 0)
             self._entries = self._read()
+            self._on_disk = self._serialized()
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
+
+    def _acquire(self, fd: int) -> None:
+        """flock with a bounded wait (a polling loop: flock itself has no timeout, and a
+        SIGALRM-interrupted wait works only in the main thread)."""
+        started = time.monotonic()
+        warned = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = time.monotonic() - started
+                if waited >= self.wait_s:
+                    raise LedgerError(
+                        f"{self.lock_path} has been held by another process for over "
+                        f"{self.wait_s:.0f} s ({self.holder()}): giving up"
+                    ) from None
+                if not warned and waited >= LOCK_WARN_S:
+                    warned = True
+                    log.warning("waiting %.0f s for %s, held by %s",
+                                waited, self.lock_path, self.holder())  # fmt: skip
+                time.sleep(LOCK_POLL_S)
+        if warned:
+            log.warning("got %s after %.1f s", self.lock_path, time.monotonic() - started)
+
+    @staticmethod
+    def _holder_record() -> str:
+        return json.dumps({"pid": os.getpid(), "thread": threading.current_thread().name,
+                           "since": time.time()})  # fmt: skip
+
+    def holder(self) -> str:
+        """Who holds the lock, as its last acquirer wrote it (for error messages)."""
+        try:
+            record = json.loads(self.lock_path.read_text() or "{}")
+            pid = int(record["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return "holder unknown"
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return f"pid {pid}, gone; the lock file is open in pids {self._openers()}"
+        held = time.time() - float(record.get("since", time.time()))
+        return (f"pid {pid} thread {record.get('thread')!r} for {held:.0f} s, state {state}: "
+                f"{command.strip()[:200]}; open in pids {self._openers()}")  # fmt: skip
+
+    def _openers(self) -> list[int]:
+        """Every other process with the lock file open: one of them holds the flock."""
+        try:
+            inode = self.lock_path.stat().st_ino
+        except OSError:
+            return []
+        found = []
+        for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+            pid = int(fd_dir.parent.name)
+            if pid == os.getpid():
+                continue
+            with contextlib.suppress(OSError):
+                if any(fd.stat().st_ino == inode for fd in fd_dir.iterdir()):
+                    found.append(pid)
+        return sorted(found)
 
     def _unlock(self) -> None:
         fd, self._fd = self._fd, None
@@ -102,6 +180,9 @@ class Ledger:
             raise LedgerError(f"{self.path} does not hold a JSON object: fix or remove it")
         return entries
 
+    def _serialized(self) -> str:
+        return json.dumps(self._entries, sort_keys=True)
+
     def _write(self) -> None:
         temporary = self.path.with_name(f".{FILE_NAME}.{os.getpid()}")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -110,6 +191,7 @@ class Ledger:
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, self.path)
+        self._on_disk = self._serialized()
 
     def _forget_after_fork(self) -> None:
         """In a forked child: the parent's lock (and whatever thread held it) is not ours."""
