@@ -16,6 +16,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -234,7 +235,12 @@ def test_example_runs_through_the_compose_stack(stack: Stack) -> None:
     print(done.stdout)
     print(f"submit --wait took {time.monotonic() - started:.0f} s")
     assert done.returncode == 0, done.stdout + done.stderr + stack.logs("worker")[-5000:]
-    for expected in ("1 done", "flow 0 reno", "flow 1 cubic", "[ok ] delay", "[ok ] rate"):
+    # The same report as `make demo` (tests/test_stack.py): progress on stderr, the report with
+    # one row per flow and every fidelity check passed on stdout.
+    assert "done: 1 done (followed " in done.stderr, done.stderr
+    assert re.search(r"^\s+0\s+reno\s", done.stdout, re.M), done.stdout
+    assert re.search(r"^\s+1\s+cubic\s", done.stdout, re.M), done.stdout
+    for expected in ("Jain's index", "[ok ] delay", "[ok ] rate", "[ok ] emulator_timing"):
         assert expected in done.stdout, expected
     experiment = done.stdout.split()[1]
 
