@@ -110,8 +110,8 @@ def fast_run(
     rate_bps: float, duration_s: float, mode: str, work: Path, run: int
 ) -> dict[str, float | None]:
     """One run of a fast link: the delivered rate while backlogged (log) and the receiver's
-    goodput as ratios to the configured rate, the emulators' CPU per Gbit of goodput, and the
-    packets per verdict at the bottleneck."""
+    goodput as ratios to the configured rate, the emulators' CPU per Gbit of goodput, the
+    packets per verdict at the bottleneck and the p99 release lateness (ms)."""
     spec = ExperimentSpec.model_validate(
         {
             "name": f"bench-link-fast-{label(rate_bps)}",
@@ -142,7 +142,8 @@ def fast_run(
     goodput = analyze_run(run_dir, spec).flows[0].goodput_bps or 0.0
     start = json.loads((run_dir / "provenance.json").read_text())["start_ts"]
     window = (start + spec.measurement.skip_start, start + duration_s)
-    busy = queue_metrics_from_file(run_dir / "link-0-data.bin", *window, rate_bps)["busy_rate_bps"]
+    q = queue_metrics_from_file(run_dir / "link-0-data.bin", *window, rate_bps)
+    busy, late_p99 = q["busy_rate_bps"], q["release_late_us_p99"]
     stats = {d: json.loads((run_dir / f"link-0-{d}.json").read_text()) for d in ("data", "ack")}
     cpu_s = stats["data"]["cpu_s"] + stats["ack"]["cpu_s"]
     gbit = goodput * (duration_s - spec.measurement.skip_start) / 1e9
@@ -155,6 +156,7 @@ def fast_run(
         "goodput_ratio": goodput / (rate_bps * 1448 / 1500),
         "emulator_cpu_per_gbit": cpu_s / gbit if gbit > 0 else None,
         "packets_per_verdict": stats["data"]["segments"] / max(stats["data"]["packets"], 1),
+        "delay_error_p99": late_p99 / 1e3 if late_p99 is not None else None,
     }
 
 
@@ -162,8 +164,8 @@ def measure_fast(rate_bps: float, duration_s: float, mode: str, runs: int, work:
     """`runs` runs of a fast link; per figure the median and the spread (min, max)."""
     results = [fast_run(rate_bps, duration_s, mode, work, run) for run in range(runs)]
     units = {"rate_ratio": "ratio", "goodput_ratio": "ratio", "emulator_cpu_per_gbit": "s",
-             "packets_per_verdict": "count"}  # fmt: skip
-    targets = {"rate_ratio": ">= 0.97", "goodput_ratio": ">= 0.97"}
+             "packets_per_verdict": "count", "delay_error_p99": "ms"}  # fmt: skip
+    targets = {"rate_ratio": ">= 0.97", "goodput_ratio": ">= 0.97", "delay_error_p99": "<= 1"}
     for key, unit in units.items():
         values = [v for r in results if (v := r[key]) is not None]
         name = f"{key}_{label(rate_bps)}"
