@@ -47,7 +47,8 @@ def write_log(path: Path, events: int, seed: int = 1) -> None:
                 records[k]["arrival_us"] = clock
                 records[k]["qlen_pkts"] = len(queue)
                 records[k]["qlen_bytes"] = 1500 * len(queue)
-                records[k]["len"] = 1500
+                records[k]["len"] = records[k]["bytes"] = 1500
+                records[k]["segs"] = 1
                 if len(queue) >= 100:
                     records[k]["fate"] = 1
                     continue

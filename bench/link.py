@@ -5,10 +5,14 @@ with one kernel-TCP cubic flow through a 20 ms one-way delay and a 1 BDP drop-ta
   each as a ratio to the configured rate (goodput against its payload share 1448/1500);
 - added delay error: actual release - (departure + configured delay), mean and p99, from the
   per-packet log; and ping's minimum RTT against 2 x delay;
-- CPU of the emulator per forwarded packet and per Gbit delivered.
+- CPU of the emulator per forwarded packet and per Gbit delivered;
+- a fast link (5 Gbit/s, the emulator's aggregate mode: one verdict per GSO/GRO aggregate),
+  several runs: delivered-rate ratio (from the log), goodput ratio and CPU per Gbit, each as
+  the median with the spread (min, max).
 
-    make bench-link                       # 10 Mbit/s, 100 Mbit/s, 1 Gbit/s, 10 s each
-    python -m bench.link --rates 10Mbit --duration 5
+    make bench-link                       # 10 Mbit/s, 100 Mbit/s, 1 Gbit/s, 10 s each; 5 Gbit/s x3
+    python -m bench.link --rates 10Mbit --duration 5 --fast-runs 0
+    python -m bench.link --rates '' --fast-rate 2Gbit --emulator-mode packet
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 from bench.figures import figure as emit
-from ccbench.analysis.packetlog import queue_metrics, read_packet_log
+from ccbench.analysis.packetlog import queue_metrics, queue_metrics_from_file, read_packet_log
 from ccbench.analysis.run import analyze_run
 from ccbench.settings import get_settings
 from schemas import ExperimentSpec, parse_rate
@@ -101,18 +106,101 @@ def measure(rate_bps: float, duration_s: float, work: Path) -> None:
     figure(f"overruns_{name}", float(stats["data"].get("overruns", 0)), "count", "0")
 
 
+def fast_run(
+    rate_bps: float, duration_s: float, mode: str, work: Path, run: int
+) -> dict[str, float | None]:
+    """One run of a fast link: the delivered rate while backlogged (log) and the receiver's
+    goodput as ratios to the configured rate, the emulators' CPU per Gbit of goodput, the
+    packets per verdict at the bottleneck and the p99 release lateness (ms)."""
+    spec = ExperimentSpec.model_validate(
+        {
+            "name": f"bench-link-fast-{label(rate_bps)}",
+            "topology": {
+                "kind": "dumbbell",
+                "bottleneck": {
+                    "rate": f"{rate_bps:g}bit",
+                    "delay": f"{DELAY_S:g}s",
+                    "buffer": "1bdp",
+                    "link_mechanism": "emulator",
+                    "emulator_mode": mode,
+                },
+            },
+            "flows": [{"algorithm": "cubic"}],
+            "duration": f"{duration_s:g}s",
+            "measurement": {"skip_start": f"{min(2.0, duration_s / 4):g}s"},
+            "seed": run + 1,
+        }
+    )
+    run_dir = work / f"fast-{label(rate_bps)}-{run}"
+    run_dir.mkdir()
+    plan = plan_for_spec(spec, run_id=run_dir.name, out_dir=run_dir, settings=get_settings())
+    result = MininetTestbed().run(
+        plan, events=lambda _e: None, cancel=lambda: False, deadline_s=duration_s + 60
+    )
+    if result.status != "done":
+        raise SystemExit(f"fast {label(rate_bps)}: the run failed: {result.describe()}")
+    goodput = analyze_run(run_dir, spec).flows[0].goodput_bps or 0.0
+    start = json.loads((run_dir / "provenance.json").read_text())["start_ts"]
+    window = (start + spec.measurement.skip_start, start + duration_s)
+    q = queue_metrics_from_file(run_dir / "link-0-data.bin", *window, rate_bps)
+    busy, late_p99 = q["busy_rate_bps"], q["release_late_us_p99"]
+    stats = {d: json.loads((run_dir / f"link-0-{d}.json").read_text()) for d in ("data", "ack")}
+    cpu_s = stats["data"]["cpu_s"] + stats["ack"]["cpu_s"]
+    gbit = goodput * (duration_s - spec.measurement.skip_start) / 1e9
+    print(f"fast {label(rate_bps)} run {run}: mode {plan.emulator_mode}, busy "
+          f"{(busy or 0) / 1e9:.3f} Gbit/s, goodput {goodput / 1e9:.3f} Gbit/s, emulator CPU "
+          f"{cpu_s:.2f} s, {stats['data']['segments']} packets in {stats['data']['packets']} "
+          f"verdicts", file=sys.stderr)  # fmt: skip
+    return {
+        "rate_ratio": busy / rate_bps if busy else None,
+        "goodput_ratio": goodput / (rate_bps * 1448 / 1500),
+        "emulator_cpu_per_gbit": cpu_s / gbit if gbit > 0 else None,
+        "packets_per_verdict": stats["data"]["segments"] / max(stats["data"]["packets"], 1),
+        "delay_error_p99": late_p99 / 1e3 if late_p99 is not None else None,
+    }
+
+
+def measure_fast(rate_bps: float, duration_s: float, mode: str, runs: int, work: Path) -> None:
+    """`runs` runs of a fast link; per figure the median and the spread (min, max)."""
+    results = [fast_run(rate_bps, duration_s, mode, work, run) for run in range(runs)]
+    units = {"rate_ratio": "ratio", "goodput_ratio": "ratio", "emulator_cpu_per_gbit": "s",
+             "packets_per_verdict": "count", "delay_error_p99": "ms"}  # fmt: skip
+    targets = {"rate_ratio": ">= 0.97", "goodput_ratio": ">= 0.97", "delay_error_p99": "<= 1"}
+    for key, unit in units.items():
+        values = [v for r in results if (v := r[key]) is not None]
+        name = f"{key}_{label(rate_bps)}"
+        if mode != "auto":
+            name += f"_{mode}"
+        median = statistics.median(values) if len(values) == runs else None
+        figure(name, median, unit, targets.get(key))
+        figure(f"{name}_min", min(values) if values else None, unit)
+        figure(f"{name}_max", max(values) if values else None, unit)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="10Mbit,100Mbit,1Gbit")
     parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--fast-rate", default="5Gbit", help="the fast link's rate")
+    parser.add_argument("--fast-runs", type=int, default=3, help="fast-link runs (0: none)")
+    parser.add_argument("--fast-duration", type=float, default=8.0)
+    parser.add_argument(
+        "--emulator-mode",
+        default="auto",
+        choices=["auto", "packet", "aggregate"],
+        help="the fast link's emulator mode (auto: aggregate above 1 Gbit/s)",
+    )
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print("bench-link needs root (network namespaces, NFQUEUE)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="ccbench-bench-link-"))
     try:
-        for rate in args.rates.split(","):
+        for rate in filter(None, args.rates.split(",")):
             measure(parse_rate(rate), args.duration, work)
+        if args.fast_runs > 0:
+            rate_bps = parse_rate(args.fast_rate)
+            measure_fast(rate_bps, args.fast_duration, args.emulator_mode, args.fast_runs, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

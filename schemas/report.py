@@ -93,6 +93,12 @@ class AppliedConditions(BaseModel):
         title="link mechanism",
         description="emulator | tc | none (a real path between hosts)",
     )
+    emulator_mode: Literal["packet", "aggregate"] | None = Field(
+        None,
+        title="emulator mode",
+        description="link_mechanism emulator: one verdict per packet, or per GSO/GRO aggregate "
+        "(accounted as the packets it stands for)",
+    )
     queue_source: Literal["qdisc_sampling", "emulator_log", "none"] = Field(
         "qdisc_sampling",
         title="queue source",

@@ -142,6 +142,14 @@ class Bottleneck(StrictModel):
         description="with link_mechanism tc: netem where the kernel has it, else an NFQUEUE "
         "delay line (auto picks)",
     )
+    emulator_mode: Literal["auto", "packet", "aggregate"] = Field(
+        "auto",
+        description="with link_mechanism emulator, for every emulator of the run: packet: one "
+        "verdict per packet (offloads off); aggregate: one per GSO/GRO aggregate, accounted as "
+        "the MTU-sized packets it stands for (offloads on; loss, RED and jitter act per "
+        "aggregate), for links faster than 1 Gbit/s. auto: aggregate when a link is faster "
+        "than 1 Gbit/s (mininet testbed), else packet; the run records what it used",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -187,6 +195,8 @@ class Bottleneck(StrictModel):
                 )
         elif self.delay_mechanism != "auto":
             raise ValueError("delay_mechanism applies to link_mechanism tc only")
+        if self.link_mechanism == "tc" and self.emulator_mode != "auto":
+            raise ValueError("emulator_mode applies to link_mechanism emulator (or auto)")
         return self
 
     @property
@@ -579,6 +589,9 @@ class ExperimentSpec(StrictModel):
         elif self.topology.bottleneck.link_mechanism == "tc":
             raise ValueError("topology.bottleneck.link_mechanism: the router host runs the "
                              "emulator (auto or emulator)")  # fmt: skip
+        elif self.topology.bottleneck.emulator_mode == "aggregate":
+            raise ValueError("topology.bottleneck.emulator_mode: the router host emulates per "
+                             "packet (auto or packet)")  # fmt: skip
 
     @property
     def host_names(self) -> list[str]:

@@ -29,12 +29,18 @@ def write_log(
     jitter_us: int = 0,
     dues: list[int] | None = None,
     magic: bytes = MAGIC,
+    segs: list[int] | None = None,
 ) -> None:
     """rows: (arrival, departure, release, qlen_pkts, len, fate), times relative to T0 in µs;
-    a forwarded packet was due at departure + delay_us unless `dues` says when."""
+    a forwarded packet was due at departure + delay_us unless `dues` says when. `segs`: the
+    packets each row stands for (an aggregate of `len` bytes in all; default 1)."""
     dtype = RECORDS[magic]
     records = np.zeros(len(rows), dtype=dtype)
     for i, (arrival, departure, release, qlen, length, fate) in enumerate(rows):
+        if "segs" in dtype.names:
+            records[i]["bytes"] = length
+            records[i]["segs"] = segs[i] if segs is not None else 1
+            length = min(length, 65_535)
         records[i]["arrival_us"] = T0 + arrival
         records[i]["departure_us"] = T0 + departure if fate == 0 else 0
         records[i]["release_us"] = T0 + release if fate == 0 else 0
@@ -116,6 +122,43 @@ def test_per_flow_loss_and_queueing_delay_by_sender(tmp_path: Path) -> None:
     assert silent == {"arrivals": 0, "drops": 0, "loss_rate": None, "queue_delay_mean_s": None}
     assert len(m["per_flow"]) == 4
     assert queue_metrics(records, T0 / 1e6, (T0 + 4000) / 1e6, 12e6)["per_flow"] is None
+
+
+def test_aggregates_count_as_the_packets_and_bytes_they_stand_for(tmp_path: Path) -> None:
+    """The hand-computed queue above with the first three packets as one GSO aggregate (the
+    emulator's aggregate mode: it leaves when all 4500 bytes have, at 3 ms) and the dropped
+    fourth as an aggregate of two: bytes, packets, drops and loss count what the records
+    stand for; the queue holds the aggregate's three packets until it has left."""
+    path = tmp_path / "link.bin"
+    write_log(
+        path,
+        [(0, 3000, 3010, 0, 4500, 0), (0, 0, 0, 3, 3000, 1)],
+        segs=[3, 2],
+    )
+    _, records = read_packet_log(path)
+    m = queue_metrics(records, T0 / 1e6, (T0 + 4000) / 1e6, 12e6, senders=[("0.0.0.0", 0)])
+    assert m["utilization"] == pytest.approx(8 * 4500 / (12e6 * 0.004))
+    assert m["queue_max_pkts"] == 3 and m["queue_max_bytes"] == 4500
+    assert (m["drops"], m["full_drops"], m["loss_rate"]) == (2, 2, 0.4)
+    # Three packets held for 3 ms over the 4 ms window.
+    assert m["queue_mean_pkts"] == pytest.approx(2.25)
+    # 3 ms from arrival to departure, 3 ms of its own transmission: no waiting, per packet.
+    assert m["queue_delay_mean_s"] == pytest.approx(0.0)
+    assert m["per_flow"] is not None
+    assert (m["per_flow"][0]["arrivals"], m["per_flow"][0]["drops"]) == (5, 2)
+    assert m["series"]["qlen_pkts"] == [3, 3]
+    assert m["series"]["drops"] == [0, 2]
+    # A log of one-packet records gives what a version 2 log of the same packets gives.
+    rows = [(0, 1000, 1010, 0, 1500, 0), (0, 2000, 2030, 1, 1500, 0), (0, 0, 0, 2, 1500, 1)]
+    write_log(tmp_path / "v3.bin", rows)
+    write_log(tmp_path / "v2.bin", rows, magic=b"CCBLINK2")
+    v3, v2 = (
+        queue_metrics(
+            read_packet_log(tmp_path / f"{v}.bin")[1], T0 / 1e6, (T0 + 4000) / 1e6, 12e6
+        )  # fmt: skip
+        for v in ("v3", "v2")
+    )
+    assert v3 == v2
 
 
 def test_histogram_percentiles_are_the_reports_percentiles() -> None:

@@ -21,6 +21,13 @@ PLAN_VERSION = 2
 TESTBEDS = ("mininet", "hosts")
 DELAY_MECHANISMS = ("auto", "netem", "nfqueue")
 LINK_MECHANISMS = ("auto", "emulator", "tc")
+# ccbench-link's --mode: a verdict per packet, or per GSO/GRO aggregate (agents/ccbench-link).
+EMULATOR_MODES = ("packet", "aggregate")
+# emulator_mode auto: links faster than this are emulated per aggregate. Per packet, the 2-CPU
+# VM delivers ~0.9 of 1 Gbit/s and far less above (README: Benchmarks, bench-link).
+AGGREGATE_ABOVE_BPS = 1e9
+# The IP MTU of the sandbox's links (veth default): ccbench-link --mtu in aggregate mode.
+LINK_MTU_BYTES = 1500
 
 
 # --- units: the agents take integers in their own units -----------------------------------
@@ -128,6 +135,7 @@ class Plan:
     bottleneck_index: int = 0  # the link the aggregate metrics describe
     link_mechanism: str = "auto"
     delay_mechanism: str = "auto"
+    emulator_mode: str = "packet"  # resolved: packet | aggregate (every emulator of the run)
     controllers: list[ControllerPlan] = field(default_factory=list)
     plan_version: int = PLAN_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
@@ -152,6 +160,8 @@ class Plan:
             raise ValueError(f"link_mechanism must be one of {', '.join(LINK_MECHANISMS)}")
         if self.delay_mechanism not in DELAY_MECHANISMS:
             raise ValueError(f"delay_mechanism must be one of {', '.join(DELAY_MECHANISMS)}")
+        if self.emulator_mode not in EMULATOR_MODES:
+            raise ValueError(f"emulator_mode must be one of {', '.join(EMULATOR_MODES)}")
         if self.link_mechanism != "tc" and self.delay_mechanism != "auto":
             # The emulator delays packets itself; a demanded mechanism must not be ignored.
             raise ValueError("delay_mechanism applies to link_mechanism tc only")
@@ -268,14 +278,15 @@ def emulator_args(
     symmetric: bool = False,
     arrival_on_read: bool = False,
     out_dir: str = "",
+    mode: str = "packet",
 ) -> list[str]:
     """`ccbench-link run` flags for one direction of link j. Forward (data) gets rate, buffer,
     queue discipline, loss, delay and jitter, with a per-packet log; reverse (ACKs) gets the
     delay, and the same rate and buffer when `symmetric` (reverse-path flows cross it).
     `arrival_on_read`: time arrivals when read, not by their kernel timestamp — needed when
     another queue on the same router (an access delay line) may have held a packet first, as
-    its kernel timestamp is then its receipt by the host."""
-    delay = ["--delay-us", microseconds(link.delay_s)]
+    its kernel timestamp is then its receipt by the host. `mode`: the plan's emulator_mode."""
+    delay = ["--delay-us", microseconds(link.delay_s), *mode_args(mode)]
     delay += ["--arrival-time", "read"] if arrival_on_read else []
     if not forward and not symmetric:
         return ["run", "--queue-num", str(queue_num), *delay,
@@ -300,6 +311,13 @@ def emulator_args(
             "--stats-out", _under(out_dir, rundir.link_stats(j, forward))]  # fmt: skip
 
 
+def mode_args(mode: str) -> list[str]:
+    """`ccbench-link` flags of an emulator mode (none for packet, its default)."""
+    if mode == "aggregate":
+        return ["--mode", "aggregate", "--mtu", str(LINK_MTU_BYTES)]
+    return []
+
+
 def jitter_args(jitter: dict[str, Any]) -> list[str]:
     """`ccbench-link` flags of a random per-packet delay: its scale (a uniform jitter's max, an
     exponential one's mean) and distribution."""
@@ -309,12 +327,19 @@ def jitter_args(jitter: dict[str, Any]) -> list[str]:
 
 
 def access_link_args(
-    flow: FlowPlan, queue_num: int, seed: int, *, data: bool, out_dir: str = ""
+    flow: FlowPlan,
+    queue_num: int,
+    seed: int,
+    *,
+    data: bool,
+    out_dir: str = "",
+    mode: str = "packet",
 ) -> list[str]:
     """One direction of a flow's access link (sender - entry router): the sender's packets get
     the access delay and the send jitter (with a per-packet log of it), what goes back to the
-    sender the access delay. `seed`: the run's."""
-    args = ["run", "--queue-num", str(queue_num), "--delay-us", microseconds(flow.access_delay_s)]
+    sender the access delay. `seed`: the run's; `mode`: the plan's emulator_mode."""
+    args = ["run", "--queue-num", str(queue_num), "--delay-us", microseconds(flow.access_delay_s),
+            *mode_args(mode)]  # fmt: skip
     if data and flow.send_jitter is not None:
         args += [*jitter_args(flow.send_jitter), "--seed", str(send_jitter_seed(seed, flow)),
                  "--log", _under(out_dir, rundir.access_packet_log(flow.index))]  # fmt: skip

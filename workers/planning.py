@@ -11,7 +11,7 @@ from schemas import Bottleneck, ExperimentSpec
 from schemas.algorithms import KERNEL_BUILTIN_NAMES
 from schemas.spec import TransportOptions
 from workers import bpf
-from workers.plan import ControllerPlan, FlowPlan, LinkPlan, Plan
+from workers.plan import AGGREGATE_ABOVE_BPS, ControllerPlan, FlowPlan, LinkPlan, Plan
 
 
 def link_plan(link: Bottleneck) -> LinkPlan:
@@ -27,6 +27,20 @@ def link_plan(link: Bottleneck) -> LinkPlan:
         jitter_s=link.jitter,
         trace_ms=list(link.rate_trace_ms) if link.rate_trace_ms else None,
     )
+
+
+def emulator_mode(spec: ExperimentSpec) -> str:
+    """The run's ccbench-link mode: the bottleneck's emulator_mode, or with auto, aggregate
+    when the sandbox has a link faster than AGGREGATE_ABOVE_BPS (per-packet verdicts fall
+    behind there), else packet (the hosts testbed's router: always packet)."""
+    links = spec.links
+    if not links or spec.bottleneck.link_mechanism == "tc":
+        return "packet"
+    chosen = spec.bottleneck.emulator_mode
+    if chosen != "auto":
+        return chosen
+    fast = any(link.rate > AGGREGATE_ABOVE_BPS for link in links)
+    return "aggregate" if fast and spec.testbed.kind == "mininet" else "packet"
 
 
 def controllers_for_spec(
@@ -111,5 +125,6 @@ def plan_for_spec(
         bottleneck_index=spec.bottleneck_index if links else 0,
         link_mechanism=spec.bottleneck.link_mechanism if links else "auto",
         delay_mechanism=spec.bottleneck.delay_mechanism if links else "auto",
+        emulator_mode=emulator_mode(spec),
         controllers=controllers,
     )

@@ -4,7 +4,7 @@ timing, the host's CPU, the receivers' clocks)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ccbench import rundir
 from ccbench.analysis import metrics as m
@@ -46,6 +46,7 @@ def emulated_conditions(
         measured_rate_bps=queue.busy_rate_bps,
         ping_rtt_min_s=provenance.ping_rtt_min_s,
         link_mechanism=provenance.link_mechanism,
+        emulator_mode=_emulator_mode(provenance),
         queue_source="emulator_log" if provenance.emulated else "qdisc_sampling",
     )
     shortest_base_rtt = min(spec.base_rtt_s(i) for i in range(len(spec.flows)))
@@ -63,6 +64,13 @@ def emulated_conditions(
     if clock is not None:
         checks.append(clock)
     return applied, checks
+
+
+def _emulator_mode(provenance: Provenance) -> Literal["packet", "aggregate"] | None:
+    """The emulator's mode as the run recorded it; runs from before modes were per packet."""
+    if not provenance.emulated:
+        return None
+    return "aggregate" if provenance.emulator_mode == "aggregate" else "packet"
 
 
 def real_path_conditions(

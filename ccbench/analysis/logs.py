@@ -69,6 +69,7 @@ class Provenance:
     testbed: str | None = None
     link_mechanism: str | None = None
     delay_mechanism: str | None = None
+    emulator_mode: str | None = None  # packet | aggregate (link_mechanism emulator)
     ping_rtt_min_s: float | None = None
     host_cpu_busy: float | None = None
     cpus: int | None = None
@@ -86,6 +87,7 @@ class Provenance:
             testbed=raw.get("testbed"),
             link_mechanism=raw.get("link_mechanism"),
             delay_mechanism=raw.get("delay_mechanism"),
+            emulator_mode=raw.get("emulator_mode"),
             ping_rtt_min_s=(raw.get("ping_rtt_s") or {}).get("min"),
             host_cpu_busy=float(busy) if busy is not None else None,
             cpus=(raw.get("capabilities") or {}).get("cpus"),

@@ -2,8 +2,12 @@
 queue metrics it gives exactly: every arrival, departure and drop at the emulated bottleneck.
 
 The file is memory-mapped, so a long run's log is read column by column without loading it.
-Version 2 (CCBLINK2) records carry each packet's scheduled release (`due_us`); version 1
-logs, 8 bytes shorter, are read too."""
+Version 3 (CCBLINK3) records may stand for a GSO/GRO aggregate (the emulator's aggregate mode):
+`bytes` is the sum of its packets' IP lengths and `segs` their number, and every metric here
+counts the packets and bytes a record stands for (`record_bytes`, `record_packets`), so it is
+the same whether the packets came one by one or in aggregates. Version 2 (CCBLINK2) records
+carry each packet's scheduled release (`due_us`); version 1 logs, 8 bytes shorter, are read
+too; a record of either is one packet of `len` bytes."""
 
 from __future__ import annotations
 
@@ -32,10 +36,11 @@ _FIELDS_V1 = [
     ("proto", "u1"),
     ("fate", "u1"),
 ]
-MAGIC = b"CCBLINK2"
-RECORD = np.dtype([*_FIELDS_V1, ("due_us", "<u8")])
+_FIELDS_V2 = [*_FIELDS_V1, ("due_us", "<u8")]
+MAGIC = b"CCBLINK3"
+RECORD = np.dtype([*_FIELDS_V2, ("bytes", "<u4"), ("segs", "<u2"), ("_pad", "<u2")])
 # The record of each log version, by its magic.
-RECORDS = {b"CCBLINK1": np.dtype(_FIELDS_V1), MAGIC: RECORD}
+RECORDS = {b"CCBLINK1": np.dtype(_FIELDS_V1), b"CCBLINK2": np.dtype(_FIELDS_V2), MAGIC: RECORD}
 FORWARDED = 0
 DROPPED_FULL = 1
 FATES = {0: "forwarded", 1: "dropped_full", 2: "dropped_red", 3: "dropped_loss"}
@@ -43,6 +48,20 @@ FATES = {0: "forwarded", 1: "dropped_full", 2: "dropped_red", 3: "dropped_loss"}
 
 class PacketLogError(Exception):
     pass
+
+
+def record_bytes(records: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+    """The IP bytes each record stands for: an aggregate's packets' in all (version 3), else
+    the packet's length."""
+    column = "bytes" if "bytes" in (records.dtype.names or ()) else "len"
+    return records[column].astype(np.float64)
+
+
+def record_packets(records: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """The packets each record stands for: an aggregate's segments (version 3), else 1."""
+    if "segs" in (records.dtype.names or ()):
+        return records["segs"].astype(np.int64)
+    return np.ones(len(records), dtype=np.int64)
 
 
 def read_packet_log(path: Path) -> tuple[dict[str, Any], npt.NDArray[Any]]:
@@ -229,10 +248,12 @@ def queue_metrics(
 
     queue length = packets that arrived and have not finished transmission (as the emulator
     counts its buffer); queue_mean_pkts is its time average over the window, i.e.
-    sum_i |[max(a_i, w0), min(d_i, w1)]| / (w1 - w0) over forwarded packets i; the queue peaks
-    right after an arrival, at the length it saw plus itself; queueing delay of a packet =
-    departure - arrival - its own transmission time at capacity_bps; utilization counts the
-    IP length of the packets that departed in the window (the formulas: `metrics`). Timing
+    sum_i n_i |[max(a_i, w0), min(d_i, w1)]| / (w1 - w0) over forwarded records i of n_i
+    packets; the queue peaks right after an arrival, at the length it saw plus itself;
+    queueing delay of a record = departure - arrival - its own transmission time at
+    capacity_bps, counted once per packet it stands for; utilization counts the IP bytes of
+    the records that departed in the window; arrivals, drops and loss count packets, an
+    aggregate as its segments (the formulas: `metrics`). Timing
     fidelity: release lateness = release - due (the model's release time, `due_us`), or in
     records without it release - departure - `delay_us` (None: not measurable); spacing error
     = |release gap - departure gap| of back-to-back packets (the next arrived before the
@@ -268,39 +289,46 @@ def queue_metrics(
         arrival = chunk["arrival_us"].astype(np.int64)
         fate = chunk["fate"]
         forwarded = fate == FORWARDED
+        packets = record_packets(chunk)
         in_window = (arrival >= w0) & (arrival < w1)
-        arrivals += int(np.count_nonzero(in_window))
+        arrivals += int(packets[in_window].sum())
         dropped = in_window & ~forwarded
-        drops += int(np.count_nonzero(dropped))
-        full_drops += int(np.count_nonzero(in_window & (fate == DROPPED_FULL)))
+        drops += int(packets[dropped].sum())
+        full_drops += int(packets[in_window & (fate == DROPPED_FULL)].sum())
 
         if per_flow is not None:
             flow_of = per_flow.flow_of(chunk)
             width = per_flow.n + 1
-            per_flow.arrivals += np.bincount(flow_of[in_window], minlength=width)
-            per_flow.drops += np.bincount(flow_of[dropped], minlength=width)
+            per_flow.arrivals += np.bincount(
+                flow_of[in_window], weights=packets[in_window], minlength=width
+            )
+            per_flow.drops += np.bincount(
+                flow_of[dropped], weights=packets[dropped], minlength=width
+            )
             forwarded_flow = flow_of[forwarded]
         fw = chunk[forwarded]
         a = fw["arrival_us"].astype(np.int64)
         d = fw["departure_us"].astype(np.int64)
         r = fw["release_us"].astype(np.int64)
-        length = fw["len"].astype(np.float64)
-        queue_integral += float(np.clip(np.minimum(d, w1) - np.maximum(a, w0), 0, None).sum())
+        length = record_bytes(fw)
+        n = packets[forwarded]
+        held = np.clip(np.minimum(d, w1) - np.maximum(a, w0), 0, None)
+        queue_integral += float((held * n).sum())
         departed = (d >= w0) & (d < w1)
         sent_bytes += float(length[departed].sum())
         arrived = (a >= w0) & (a < w1)
         if np.any(arrived):
-            peak = float((fw["qlen_pkts"][arrived].astype(np.int64) + 1).max())
+            peak = float((fw["qlen_pkts"][arrived].astype(np.int64) + n[arrived]).max())
             max_queue = peak if max_queue is None else max(max_queue, peak)
-            peak_b = float((fw["qlen_bytes"][arrived].astype(np.int64) + fw["len"][arrived]).max())
+            peak_b = float((fw["qlen_bytes"][arrived].astype(np.float64) + length[arrived]).max())
             max_bytes = peak_b if max_bytes is None else max(max_bytes, peak_b)
             waits = m.queueing_delay_us((d - a)[arrived], length[arrived], capacity_bps)
-            wait_sum += float(waits.sum())
-            wait_count += int(np.count_nonzero(arrived))
+            wait_sum += float((waits * n[arrived]).sum())
+            wait_count += int(n[arrived].sum())
             if per_flow is not None:
                 owner = forwarded_flow[arrived]
-                per_flow.wait_sum += np.bincount(owner, weights=waits, minlength=width)
-                per_flow.wait_count += np.bincount(owner, minlength=width)
+                per_flow.wait_sum += np.bincount(owner, weights=waits * n[arrived], minlength=width)
+                per_flow.wait_count += np.bincount(owner, weights=n[arrived], minlength=width)
         if "due_us" in fw.dtype.names:
             late.add((r - fw["due_us"].astype(np.int64))[departed])
         elif delay_us is not None:
@@ -321,14 +349,15 @@ def queue_metrics(
             previous = (int(d[-1]), int(r[-1]), int(a[-1]))
         # Down-sampled queue series: the queue each sampled arrival found, and drops so far.
         picked = np.arange((-begin) % step, len(chunk), step)
-        cumulative_drops = drops_before + np.cumsum(~forwarded)
+        cumulative_drops = drops_before + np.cumsum(np.where(forwarded, 0, packets))
         sample_t += arrival[picked].tolist()
-        sample_q += (chunk["qlen_pkts"][picked].astype(np.int64) + forwarded[picked]).tolist()
+        joined = np.where(forwarded, packets, 0)
+        sample_q += (chunk["qlen_pkts"][picked].astype(np.int64) + joined[picked]).tolist()
         sample_drops += cumulative_drops[picked].tolist()
         sampled = chunk[picked]
         waits = m.queueing_delay_us(
             sampled["departure_us"].astype(np.float64) - sampled["arrival_us"].astype(np.float64),
-            sampled["len"].astype(np.float64),
+            record_bytes(sampled),
             capacity_bps,
         )
         sample_delay += [

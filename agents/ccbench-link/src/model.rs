@@ -9,6 +9,11 @@
 //!
 //! The queue holds every packet that has arrived and not yet finished transmission, including
 //! the one being transmitted: a buffer of N packets means at most N such packets.
+//!
+//! An arrival may be a GSO/GRO aggregate of `segs` packets (`arrive_aggregate`) carrying
+//! `bytes`, the sum of its packets' IP lengths: it is serialized in `bytes` at the rate and
+//! occupies `segs` packets and `bytes` bytes of the buffer, as its packets back to back would;
+//! it joins only if all of it fits, and loss and RED decide once for the whole aggregate.
 
 use std::collections::VecDeque;
 
@@ -96,7 +101,8 @@ impl Fate {
     }
 }
 
-/// What happened to one packet. Queue lengths are seen by the arriving packet, before it joins.
+/// What happened to one packet (or aggregate). Queue lengths (packets and bytes; an aggregate
+/// counts as its packets) are seen by the arrival, before it joins.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Outcome {
     pub fate: Fate,
@@ -143,9 +149,10 @@ struct TraceCursor {
 #[derive(Debug)]
 pub struct Link {
     cfg: LinkConfig,
-    /// (departure time, length) of packets in the queue, in order.
-    queue: VecDeque<(u64, u32)>,
+    /// (departure time, bytes, packets) of the arrivals in the queue, in order.
+    queue: VecDeque<(u64, u32, u32)>,
     queued_bytes: u64,
+    queued_pkts: u32,
     last_departure_us: u64,
     last_release_us: u64,
     red: RedState,
@@ -199,6 +206,7 @@ impl Link {
             cfg,
             queue: VecDeque::new(),
             queued_bytes: 0,
+            queued_pkts: 0,
             last_departure_us: 0,
             last_release_us: 0,
             red: RedState {
@@ -212,12 +220,13 @@ impl Link {
 
     /// Forget packets that finished transmission by `now`.
     fn advance(&mut self, now_us: u64) {
-        while let Some(&(departure, len)) = self.queue.front() {
+        while let Some(&(departure, bytes, segs)) = self.queue.front() {
             if departure > now_us {
                 break;
             }
             self.queue.pop_front();
-            self.queued_bytes -= len as u64;
+            self.queued_bytes -= bytes as u64;
+            self.queued_pkts -= segs;
             if self.queue.is_empty() {
                 self.red.idle_since_us = Some(departure);
             }
@@ -227,13 +236,21 @@ impl Link {
     #[cfg(test)]
     pub fn queue_len(&mut self, now_us: u64) -> (u32, u64) {
         self.advance(now_us);
-        (self.queue.len() as u32, self.queued_bytes)
+        (self.queued_pkts, self.queued_bytes)
     }
 
     /// A packet of `len` bytes arrives at `now_us` (non-decreasing across calls).
+    #[cfg(test)]
     pub fn arrive(&mut self, now_us: u64, len: u32) -> Outcome {
+        self.arrive_aggregate(now_us, len, 1)
+    }
+
+    /// `segs` packets (one, or a GSO/GRO aggregate of them) of `len` bytes in all arrive at
+    /// `now_us` (non-decreasing across calls).
+    pub fn arrive_aggregate(&mut self, now_us: u64, len: u32, segs: u32) -> Outcome {
+        let segs = segs.max(1);
         self.advance(now_us);
-        let (qlen_pkts, qlen_bytes) = (self.queue.len() as u32, self.queued_bytes);
+        let (qlen_pkts, qlen_bytes) = (self.queued_pkts, self.queued_bytes);
         let dropped = |fate| Outcome {
             fate,
             departure_us: 0,
@@ -250,7 +267,7 @@ impl Link {
             }
         }
         let full = match self.cfg.buffer {
-            Some(Buffer::Packets(n)) => qlen_pkts >= n,
+            Some(Buffer::Packets(n)) => qlen_pkts + segs > n,
             Some(Buffer::Bytes(b)) => qlen_bytes + len as u64 > b,
             None => false,
         };
@@ -261,8 +278,9 @@ impl Link {
         let departure = self.transmit(start, len);
         self.last_departure_us = departure;
         if !matches!(self.cfg.rate, Rate::Unlimited) {
-            self.queue.push_back((departure, len));
+            self.queue.push_back((departure, len, segs));
             self.queued_bytes += len as u64;
+            self.queued_pkts += segs;
         }
         let jitter = match self.cfg.jitter {
             Jitter::None => 0,

@@ -21,9 +21,18 @@ const NFQA_PACKET_HDR: u16 = 1;
 const NFQA_VERDICT_HDR: u16 = 2;
 const NFQA_TIMESTAMP: u16 = 4;
 const NFQA_PAYLOAD: u16 = 10;
+const NFQA_CAP_LEN: u16 = 13;
+const NFQA_SKB_INFO: u16 = 14;
+/// NFQA_SKB_INFO: the packet is a GSO/GRO aggregate.
+const NFQA_SKB_GSO: u32 = 1 << 1;
 const NFQA_CFG_CMD: u16 = 1;
 const NFQA_CFG_PARAMS: u16 = 2;
 const NFQA_CFG_QUEUE_MAXLEN: u16 = 3;
+const NFQA_CFG_MASK: u16 = 4;
+const NFQA_CFG_FLAGS: u16 = 5;
+/// Queue GSO/GRO aggregates whole instead of segmenting them first (and leave their
+/// checksums to the kernel).
+const NFQA_CFG_F_GSO: u32 = 1 << 2;
 const NFQNL_CFG_CMD_BIND: u8 = 1;
 const NFQNL_CFG_CMD_UNBIND: u8 = 2;
 const NFQNL_COPY_PACKET: u8 = 2;
@@ -41,12 +50,15 @@ const RECV_SLOT: usize = 2048;
 pub const NF_DROP: u32 = 0;
 pub const NF_ACCEPT: u32 = 1;
 
-/// One queued packet: the kernel's id, when the kernel received it (Unix µs, when it says)
-/// and the first bytes of the packet.
+/// One queued packet: the kernel's id, when the kernel received it (Unix µs, when it says),
+/// its whole length, whether it is a GSO/GRO aggregate (only when the queue was opened with
+/// `gso`) and its first bytes.
 #[derive(Clone, Copy)]
 pub struct Packet {
     pub id: u32,
     pub kernel_time_us: Option<u64>,
+    pub len: u32,
+    pub gso: bool,
     pub head: [u8; MAX_COPY],
     pub head_len: usize,
 }
@@ -157,6 +169,8 @@ pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> Parsed {
             let mut packet = Packet {
                 id: 0,
                 kernel_time_us: None,
+                len: 0,
+                gso: false,
                 head: [0; MAX_COPY],
                 head_len: 0,
             };
@@ -182,6 +196,16 @@ pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> Parsed {
                     NFQA_PAYLOAD => {
                         packet.head_len = data.len().min(MAX_COPY);
                         packet.head[..packet.head_len].copy_from_slice(&data[..packet.head_len]);
+                        // The whole packet, unless NFQA_CAP_LEN says it was cut.
+                        packet.len = packet.len.max(data.len() as u32);
+                    }
+                    NFQA_CAP_LEN if data.len() >= 4 => {
+                        let len = u32::from_be_bytes(data[..4].try_into().unwrap());
+                        packet.len = packet.len.max(len);
+                    }
+                    NFQA_SKB_INFO if data.len() >= 4 => {
+                        let info = u32::from_be_bytes(data[..4].try_into().unwrap());
+                        packet.gso = info & NFQA_SKB_GSO != 0;
                     }
                     _ => {}
                 }
@@ -200,8 +224,9 @@ pub fn parse_packets(datagram: &[u8], out: &mut Vec<Packet>) -> Parsed {
 
 impl NfQueue {
     /// Bind queue `queue_num`, copying `MAX_COPY` bytes of each packet, holding at most
-    /// `max_len` packets in the kernel.
-    pub fn open(queue_num: u16, max_len: u32) -> io::Result<NfQueue> {
+    /// `max_len` packets in the kernel; with `gso`, GSO/GRO aggregates are queued whole (one
+    /// verdict each), else the kernel segments them and queues every segment.
+    pub fn open(queue_num: u16, max_len: u32, gso: bool) -> io::Result<NfQueue> {
         // SAFETY: plain socket(2); the fd is owned right away.
         let raw = unsafe {
             libc::socket(
@@ -257,15 +282,19 @@ impl NfQueue {
             pending: Vec::new(),
             verdict_errors: 0,
         };
-        q.config(NFQA_CFG_CMD, &[NFQNL_CFG_CMD_BIND, 0, 0, 0])?;
+        q.config(&[(NFQA_CFG_CMD, &[NFQNL_CFG_CMD_BIND, 0, 0, 0])])?;
         let mut params = (MAX_COPY as u32).to_be_bytes().to_vec();
         params.push(NFQNL_COPY_PACKET);
-        q.config(NFQA_CFG_PARAMS, &params)?;
-        q.config(NFQA_CFG_QUEUE_MAXLEN, &max_len.to_be_bytes())?;
+        q.config(&[(NFQA_CFG_PARAMS, &params)])?;
+        q.config(&[(NFQA_CFG_QUEUE_MAXLEN, &max_len.to_be_bytes())])?;
+        if gso {
+            let flag = NFQA_CFG_F_GSO.to_be_bytes();
+            q.config(&[(NFQA_CFG_MASK, &flag), (NFQA_CFG_FLAGS, &flag)])?;
+        }
         Ok(q)
     }
 
-    fn config(&mut self, attr: u16, data: &[u8]) -> io::Result<()> {
+    fn config(&mut self, attrs: &[(u16, &[u8])]) -> io::Result<()> {
         self.seq += 1;
         let mut buf = Vec::with_capacity(64);
         let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
@@ -277,7 +306,9 @@ impl NfQueue {
             0,
             self.queue_num,
         );
-        put_attr(&mut buf, attr, data);
+        for (attr, data) in attrs {
+            put_attr(&mut buf, *attr, data);
+        }
         finish(&mut buf, start);
         self.send(&buf)?;
         // Wait for the acknowledgement (an NLMSG_ERROR carrying 0 or the errno). Once bound,
@@ -555,6 +586,24 @@ mod tests {
         assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(out[1].head(), &[0x45, 0, 0, 84]);
         assert_eq!(out[0].kernel_time_us, None);
+        assert_eq!((out[0].len, out[0].gso), (4, false));
+    }
+
+    #[test]
+    fn parses_an_aggregates_length_and_flag() {
+        let mut buf = Vec::new();
+        let start = put_header(&mut buf, NFQNL_MSG_PACKET, 0, 0, 2, 0);
+        put_attr(&mut buf, NFQA_PACKET_HDR, &[0, 0, 0, 3, 8, 0, 1]);
+        put_attr(&mut buf, NFQA_PAYLOAD, &[0x45; MAX_COPY]);
+        put_attr(&mut buf, NFQA_CAP_LEN, &65_160u32.to_be_bytes());
+        put_attr(&mut buf, NFQA_SKB_INFO, &NFQA_SKB_GSO.to_be_bytes());
+        finish(&mut buf, start);
+        let mut out = Vec::new();
+        parse_packets(&buf, &mut out);
+        assert_eq!(
+            (out[0].len, out[0].gso, out[0].head_len),
+            (65_160, true, MAX_COPY)
+        );
     }
 
     #[test]

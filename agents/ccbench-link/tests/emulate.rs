@@ -38,17 +38,20 @@ struct Rec {
     len: u16,
     fate: u8,
     due: u64,
+    bytes: u32,
+    segs: u16,
 }
 
 fn read_log(path: &std::path::Path) -> Vec<Rec> {
     let bytes = std::fs::read(path).unwrap();
-    assert_eq!(&bytes[..8], b"CCBLINK2");
+    assert_eq!(&bytes[..8], b"CCBLINK3");
     let header_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
     let header: serde_json::Value = serde_json::from_slice(&bytes[12..12 + header_len]).unwrap();
     assert_eq!(header["rate"]["bps"], 10_000_000);
+    assert_eq!(header["mode"], "packet");
     let body = &bytes[12 + header_len..];
-    assert_eq!(body.len() % 56, 0);
-    body.chunks(56)
+    assert_eq!(body.len() % 64, 0);
+    body.chunks(64)
         .map(|r| Rec {
             arrival: u64::from_le_bytes(r[0..8].try_into().unwrap()),
             departure: u64::from_le_bytes(r[8..16].try_into().unwrap()),
@@ -57,6 +60,8 @@ fn read_log(path: &std::path::Path) -> Vec<Rec> {
             len: u16::from_le_bytes([r[44], r[45]]),
             fate: r[47],
             due: u64::from_le_bytes(r[48..56].try_into().unwrap()),
+            bytes: u32::from_le_bytes(r[56..60].try_into().unwrap()),
+            segs: u16::from_le_bytes([r[60], r[61]]),
         })
         .collect()
 }
@@ -154,6 +159,10 @@ fn rate_and_drop_tail_buffer_are_exact() {
     let records = read_log(&log);
     let data: Vec<&Rec> = records.iter().filter(|r| r.len == 1500).collect();
     assert!(data.len() > 2000, "{} packets", data.len());
+    // Per-packet mode: every record is one packet, its bytes its IP length.
+    assert!(records
+        .iter()
+        .all(|r| r.segs == 1 && r.bytes == u32::from(r.len)));
     let forwarded: Vec<&&Rec> = data.iter().filter(|r| r.fate == 0).collect();
     let dropped: Vec<&&Rec> = data.iter().filter(|r| r.fate == 1).collect();
     assert!(!dropped.is_empty());

@@ -353,6 +353,7 @@ def _describe_hosts(plan: Plan, records: Sequence[HostAccess]) -> dict[str, Any]
         "router": plan.router,
         "link_mechanism": "emulator" if routed else "none",
         "delay_mechanism": "emulator" if routed else None,
+        "emulator_mode": plan.emulator_mode if routed else None,
     }
     if plan.controllers:  # as the sandbox records them, each with the host that registers it
         out["bpf_controllers"] = [asdict(c) for c in plan.controllers]

@@ -175,6 +175,7 @@ class Sandbox:
             if not capabilities["nfqueue"]:
                 raise SandboxError("the link emulator needs NFQUEUE, which this host lacks")
             self.provenance["delay_mechanism"] = "emulator"
+            self.provenance["emulator_mode"] = self.plan.emulator_mode
         else:
             mechanism = self.plan.delay_mechanism
             if mechanism == "auto":
@@ -217,20 +218,12 @@ class Sandbox:
             for end in (link.a, link.b):
                 self.run(end.node, "ip", "addr", "add", end.address, "dev", end.name)
                 self.run(end.node, "ip", "link", "set", end.name, "up")
-                # Without offloads a drop loses one packet, not a 64 KB super-packet.
-                self.run(
-                    end.node,
-                    "ethtool",
-                    "-K",
-                    end.name,
-                    "tso",
-                    "off",
-                    "gso",
-                    "off",
-                    "gro",
-                    "off",
-                    check=False,
-                )
+                # Without offloads a drop loses one packet, not a 64 KB super-packet. The
+                # emulator's aggregate mode wants the aggregates (and accounts for them).
+                if self.plan.emulator_mode == "packet":
+                    self.run(end.node, "ethtool", "-K", end.name,
+                             "tso", "off", "gso", "off", "gro", "off", check=False)  # fmt: skip
+        self.provenance["offloads"] = "off" if self.plan.emulator_mode == "packet" else "on"
         for router in self.topo.routers:
             self.run(router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         self.size_tcp_buffers()
@@ -291,14 +284,14 @@ class Sandbox:
                 binary,
                 *emulator_args(
                     b, j, 2 * j, self.plan.seed, forward=True,
-                    arrival_on_read=delay_lines, out_dir=out,
+                    arrival_on_read=delay_lines, out_dir=out, mode=self.plan.emulator_mode,
                 ),
             ]  # fmt: skip
             reverse = [
                 binary,
                 *emulator_args(
                     b, j, 2 * j + 1, self.plan.seed, forward=False, symmetric=symmetric,
-                    arrival_on_read=delay_lines, out_dir=out,
+                    arrival_on_read=delay_lines, out_dir=out, mode=self.plan.emulator_mode,
                 ),
             ]  # fmt: skip
             self.start(router, f"ccbench-link {j} forward", *forward, ready='"ready"')
@@ -307,6 +300,7 @@ class Sandbox:
                 self.run(router, "iptables", "-w", "-A", "FORWARD", match, dev, "-j", "NFQUEUE",
                          "--queue-num", str(queue))  # fmt: skip
             emulators[f"link {j}"] = {"router": router, "dev": dev,
+                                      "mode": self.plan.emulator_mode,
                                       "forward": " ".join(forward[1:])}  # fmt: skip
         self.provenance["links"] = emulators
         self.access_links()
@@ -331,7 +325,8 @@ class Sandbox:
                 queue = 100 + 2 * i + (0 if data else 1)
                 name = f"ccbench-link access {i} {'data' if data else 'ack'}"
                 self.start(router, name, link,
-                           *access_link_args(flow, queue, self.plan.seed, data=data, out_dir=out),
+                           *access_link_args(flow, queue, self.plan.seed, data=data, out_dir=out,
+                                             mode=self.plan.emulator_mode),
                            ready='"ready"')  # fmt: skip
                 self.run(router, "iptables", "-w", "-t", "mangle", "-A", hook, match,
                          self.topo.sender_interface(flow.index), "-j", "NFQUEUE",
