@@ -50,7 +50,7 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
         )));
     }
     stream.set_write_timeout(Some(Duration::from_millis(100)))?;
-    args.flow.wait_for_start();
+    args.flow.wait_for_start()?;
     let flow_start = Instant::now();
     let start_ts = unix_now();
     let interval = args.flow.output.interval();
