@@ -262,6 +262,16 @@ def start_args(start_at: float) -> list[str]:
     return ["--start-at", f"{start_at:.6f}"]
 
 
+# A sender that says when it is connected and then reads its start time (start_line) on
+# stdin: senders on one machine start together as soon as all are connected.
+START_FROM_STDIN_ARGS = ["--start-at-from-stdin"]
+
+
+def start_line(start_at: float) -> str:
+    """The line a sender started with START_FROM_STDIN_ARGS reads: its start, Unix time."""
+    return f"{start_at:.6f}\n"
+
+
 def qmon_args(dev: str, interval: int, out_dir: str = "") -> list[str]:
     """The queue monitor of the tc mechanism's bottleneck interface."""
     return ["qmon", "--dev", dev, "--interval-ms", str(interval),

@@ -3,8 +3,9 @@
 //! of the fields is the order of the flags in `--help`.
 
 use ccbench_common::{sleep_until_unix, AgentError};
+use serde_json::json;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -58,6 +59,11 @@ pub struct FlowArgs {
     /// Unix time at which to start sending (a common start for several senders).
     #[arg(long)]
     pub start_at: Option<f64>,
+    /// Print `{"event":"connected"}` on stdout once the flow's socket is ready, then read the
+    /// start time (Unix seconds) from a line on stdin: a caller on the same machine starts its
+    /// senders together as soon as all of them are connected, with no margin to guess.
+    #[arg(long, conflicts_with = "start_at")]
+    pub start_at_from_stdin: bool,
     #[arg(long, default_value_t = 0)]
     pub flow_id: u32,
 }
@@ -71,10 +77,64 @@ impl FlowArgs {
         Ok(())
     }
 
-    /// Sleeps until `--start-at`, if given (or until a stop is requested).
-    pub fn wait_for_start(&self) {
-        if let Some(at) = self.start_at {
+    /// Sleeps until `--start-at`, or the time read with `--start-at-from-stdin`, if given (or
+    /// until a stop is requested).
+    pub fn wait_for_start(&self) -> Result<(), AgentError> {
+        let at = if self.start_at_from_stdin {
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "{}", json!({"event": "connected"}))?;
+            stdout.flush()?;
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line)?;
+            Some(parse_start_line(&line)?)
+        } else {
+            self.start_at
+        };
+        if let Some(at) = at {
             sleep_until_unix(at);
+        }
+        Ok(())
+    }
+}
+
+/// The start time of `--start-at-from-stdin`: one Unix time, as `--start-at` takes it.
+fn parse_start_line(line: &str) -> Result<f64, AgentError> {
+    if line.is_empty() {
+        return Err(AgentError::runtime(
+            "--start-at-from-stdin: stdin closed before a start time came",
+        ));
+    }
+    match line.trim().parse::<f64>() {
+        Ok(at) if at.is_finite() && at > 0.0 => Ok(at),
+        _ => Err(AgentError::usage(format!(
+            "--start-at-from-stdin: expected a Unix time on stdin, got {:?}",
+            line.trim()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_start_line;
+
+    #[test]
+    fn the_start_line_is_one_unix_time() {
+        assert_eq!(
+            parse_start_line("1763880000.25\n").unwrap(),
+            1_763_880_000.25
+        );
+        let closed = parse_start_line("").unwrap_err();
+        assert!(
+            !closed.usage && closed.message.contains("stdin closed"),
+            "{}",
+            closed.message
+        );
+        for bad in ["soon\n", "-1\n", "NaN\n"] {
+            let err = parse_start_line(bad).unwrap_err();
+            assert!(
+                err.usage && err.message.contains("expected a Unix time"),
+                "{bad}"
+            );
         }
     }
 }

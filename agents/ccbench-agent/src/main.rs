@@ -102,6 +102,29 @@ mod tests {
     }
 
     #[test]
+    fn a_start_time_comes_from_the_flag_or_from_stdin_never_both() {
+        let base = [
+            "ccbench-agent",
+            "send",
+            "--dst",
+            "10.2.1.1:5001",
+            "--cc",
+            "reno",
+            "--duration-s",
+            "2",
+            "--out",
+            "send.jsonl",
+        ];
+        let cli = Cli::try_parse_from(base.iter().chain(&["--start-at-from-stdin"])).unwrap();
+        let Command::Send(send::SendArgs { flow, .. }) = cli.command else {
+            panic!("not send");
+        };
+        assert!(flow.start_at_from_stdin && flow.start_at.is_none());
+        let both = ["--start-at-from-stdin", "--start-at", "1763880000.5"];
+        assert!(Cli::try_parse_from(base.iter().chain(&both)).is_err());
+    }
+
+    #[test]
     fn send_takes_the_traffic_flags_and_defaults_to_bulk() {
         let base = [
             "ccbench-agent",

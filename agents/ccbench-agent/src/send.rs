@@ -31,6 +31,10 @@ pub struct SendArgs {
 const CHUNK: usize = 128 * 1024;
 /// How often a sender whose data is all written checks whether it is all acknowledged.
 const ACK_POLL: Duration = Duration::from_millis(1);
+/// Longest a write blocks on a full socket buffer: the flow ends at most this long after its
+/// duration (a 128 KB chunk takes 100 ms to drain at 10 Mbit/s, so a longer timeout ran flows
+/// that much past their end).
+const WRITE_TIMEOUT: Duration = Duration::from_millis(10);
 /// Longest single sleep, so that a stop request is seen promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(50);
 
@@ -49,8 +53,8 @@ pub fn run(args: SendArgs) -> Result<(), AgentError> {
             args.cc
         )));
     }
-    stream.set_write_timeout(Some(Duration::from_millis(100)))?;
-    args.flow.wait_for_start();
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    args.flow.wait_for_start()?;
     let flow_start = Instant::now();
     let start_ts = unix_now();
     let interval = args.flow.output.interval();

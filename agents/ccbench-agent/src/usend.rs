@@ -357,7 +357,7 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
     })?;
     let local = socket.local_addr()?;
     udp::set_fine_timer_slack();
-    args.flow.wait_for_start();
+    args.flow.wait_for_start()?;
     let flow_id = args.flow.flow_id;
     let handshake_rtt = handshake(&mut socket, flow_id, &hello)?;
 

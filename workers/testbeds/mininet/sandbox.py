@@ -21,16 +21,20 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO_ROOT))
 
 from ccbench import rundir  # noqa: E402
 from workers.plan import (  # noqa: E402
+    START_FROM_STDIN_ARGS,
     FlowPlan,
     Plan,
     access_link_args,
@@ -39,7 +43,7 @@ from workers.plan import (  # noqa: E402
     qmon_args,
     receiver_args,
     sender_args,
-    start_args,
+    start_line,
     tcp_buffer_max_bytes,
     trace_file_text,
 )
@@ -48,8 +52,9 @@ from workers.testbeds.mininet.topology import Chain, chain, htb_burst_bytes  # n
 
 PORT = 5001
 READY_TIMEOUT_S = 10.0
-# Senders connect first and start sending together this long after they were launched.
-START_MARGIN_S = 0.3
+# Senders connect first, say so, and start sending together this long after the last one
+# did (the time to hand each its start line and for it to wake).
+START_MARGIN_S = 0.02
 SENDER_GRACE_S = 15.0
 # Retransmission timeouts in a row after which the kernel drops a socket its application has
 # closed (tcp_orphan_retries; the kernel's 0 means 8, about two minutes). When the sandbox is
@@ -87,6 +92,13 @@ def first_line(proc: subprocess.Popen[str], timeout_s: float) -> str:
     return proc.stdout.readline() if readable else ""
 
 
+class NodeSetup(NamedTuple):
+    """What one node is configured with: `ip` commands (one `ip -batch`), then the others."""
+
+    ip: list[str]
+    commands: list[tuple[list[str], bool]]  # (argv, check)
+
+
 def emit(event: str, **fields: Any) -> None:
     sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
     sys.stdout.flush()
@@ -103,10 +115,22 @@ class Sandbox:
         self.topo: Chain = chain(len(plan.links), [(f.entry, f.exit) for f in plan.flows])
         self.background: list[tuple[str, subprocess.Popen[str]]] = []
         self.net: Any = None
+        self.lock = threading.Lock()  # nodes are configured in parallel (configure)
+        self.steps: dict[str, float] = {}  # seconds per set-up step, for provenance
 
     def say(self, text: str) -> None:
-        self.log.write(f"{time.time():.6f} {text}\n")
-        self.log.flush()
+        with self.lock:
+            self.log.write(f"{time.time():.6f} {text}\n")
+            self.log.flush()
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Time a set-up or tear-down step (provenance `sandbox_steps_s`)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.steps[name] = round(time.monotonic() - started, 4)
 
     # --- commands ---------------------------------------------------------------------------
 
@@ -119,11 +143,49 @@ class Sandbox:
             list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
         )
         out, err = proc.communicate(timeout=30)
-        self.commands.append({"node": node, "cmd": " ".join(cmd), "rc": proc.returncode})
+        with self.lock:
+            self.commands.append({"node": node, "cmd": " ".join(cmd), "rc": proc.returncode})
         self.say(f"[{node}] {' '.join(cmd)} -> {proc.returncode} {err.strip()}")
         if check and proc.returncode != 0:
             raise SandboxError(f"on {node}: `{' '.join(cmd)}` failed: {err.strip() or out.strip()}")
         return str(out)
+
+    def run_ip_batch(self, node: str, lines: list[str]) -> None:
+        """`ip` commands of one node in one `ip -batch` process (it stops at the first that
+        fails, naming its line); each is recorded with the batch's exit code."""
+        proc = self.node(node).popen(
+            ["ip", "-batch", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
+        out, err = proc.communicate("".join(f"{line}\n" for line in lines), timeout=30)
+        with self.lock:
+            self.commands.extend(
+                {"node": node, "cmd": f"ip {line}", "rc": proc.returncode, "batch": "ip -batch"}
+                for line in lines
+            )
+        self.say(f"[{node}] ip -batch: {'; '.join(lines)} -> {proc.returncode} {err.strip()}")
+        if proc.returncode != 0:
+            raise SandboxError(f"on {node}: `ip -batch` failed: {err.strip() or out.strip()}")
+
+    def configure(self, setups: dict[str, NodeSetup], then: Callable[[str], None]) -> None:
+        """Configure the nodes in parallel (they are independent namespaces): each node's
+        `ip` batch, its other commands, then `then(node)`, in order; the first failure is
+        raised once all have finished."""
+
+        def one(node: str, setup: NodeSetup) -> None:
+            if setup.ip:
+                self.run_ip_batch(node, setup.ip)
+            for argv, check in setup.commands:
+                self.run(node, *argv, check=check)
+            then(node)
+
+        with ThreadPoolExecutor(max_workers=max(1, len(setups))) as pool:
+            futures = [pool.submit(one, node, setup) for node, setup in setups.items()]
+        for future in futures:
+            future.result()
 
     def start(self, node: str, name: str, *cmd: str, ready: str | None = None) -> Any:
         """Start a long-running agent in a node; wait for its ready line if given."""
@@ -131,22 +193,27 @@ class Sandbox:
         self.commands.append({"node": node, "cmd": " ".join(cmd), "rc": None})
         self.background.append((name, proc))
         if ready is not None:
-            line = first_line(proc, READY_TIMEOUT_S)
-            if ready not in line:
-                proc.kill()
-                proc.wait()
-                err = proc.stderr.read() if proc.stderr else ""
-                reason = (
-                    err.strip()
-                    or line.strip()
-                    or f"no ready line within {READY_TIMEOUT_S:.0f} s (exit code {proc.returncode})"
-                )
-                raise SandboxError(f"{name} on {node} did not start: {reason}")
+            self.wait_ready(node, name, proc, ready)
         return proc
 
-    def popen(self, node: str, *cmd: str) -> Any:
+    def wait_ready(self, node: str, name: str, proc: Any, ready: str) -> None:
+        """Wait for an agent's ready line (READY_TIMEOUT_S at most); fail naming the agent."""
+        line = first_line(proc, READY_TIMEOUT_S)
+        if ready not in line:
+            proc.kill()
+            proc.wait()
+            err = (proc.stderr.read() if proc.stderr else "").strip()
+            reason = (
+                err
+                or line.strip()
+                or f"no ready line within {READY_TIMEOUT_S:.0f} s (exit code {proc.returncode})"
+            )
+            raise SandboxError(f"{name} on {node} did not start: {reason}")
+
+    def popen(self, node: str, *cmd: str, stdin: int | None = None) -> Any:
         return self.node(node).popen(
             list(cmd),
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             universal_newlines=True,
@@ -204,36 +271,40 @@ class Sandbox:
 
         setLogLevel("error")
         self.provenance["mininet_version"] = MININET_VERSION
-        net = Mininet(
-            topo=None, controller=None, build=False, autoSetMacs=False, waitConnected=False
-        )
-        for name in self.topo.hosts:
-            net.addHost(name, cls=Host, ip=None)
-        for link in self.topo.wires:
-            net.addLink(
-                link.a.node, link.b.node, cls=Link, intfName1=link.a.name, intfName2=link.b.name
+        with self.step("network"):
+            net = Mininet(
+                topo=None, controller=None, build=False, autoSetMacs=False, waitConnected=False
             )
+            for name in self.topo.hosts:
+                net.addHost(name, cls=Host, ip=None)
+            for link in self.topo.wires:
+                net.addLink(
+                    link.a.node, link.b.node, cls=Link, intfName1=link.a.name, intfName2=link.b.name
+                )
         self.net = net
+        setups = {name: NodeSetup([], []) for name in self.topo.hosts}
         for link in self.topo.wires:
             for end in (link.a, link.b):
-                self.run(end.node, "ip", "addr", "add", end.address, "dev", end.name)
-                self.run(end.node, "ip", "link", "set", end.name, "up")
+                setup = setups[end.node]
+                setup.ip.append(f"addr add {end.address} dev {end.name}")
+                setup.ip.append(f"link set {end.name} up")
                 # Without offloads a drop loses one packet, not a 64 KB super-packet. The
                 # emulator's aggregate mode wants the aggregates (and accounts for them).
+                offloads_off = ["ethtool", "-K", end.name, "tso", "off", "gso", "off", "gro", "off"]
                 if self.plan.emulator_mode == "packet":
-                    self.run(end.node, "ethtool", "-K", end.name,
-                             "tso", "off", "gso", "off", "gro", "off", check=False)  # fmt: skip
+                    setup.commands.append((offloads_off, False))
         self.provenance["offloads"] = "off" if self.plan.emulator_mode == "packet" else "on"
-        for router in self.topo.routers:
-            self.run(router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        self.size_tcp_buffers()
-        for host in [*self.topo.senders, *self.topo.receivers]:
-            self.run(host, "sysctl", "-qw", f"net.ipv4.tcp_orphan_retries={ORPHAN_RETRIES}")
         for route in self.topo.routes:
-            self.run(route.node, "ip", "route", "add", route.destination, "via", route.via)
-        self.initial_windows()
+            setups[route.node].ip.append(f"route add {route.destination} via {route.via}")
+        self.initial_windows(setups)
+        for router in self.topo.routers:
+            setups[router].commands.append((["sysctl", "-qw", "net.ipv4.ip_forward=1"], True))
+        end_hosts = {*self.topo.senders, *self.topo.receivers}
+        with self.step("configure"):
+            self.configure(setups, lambda n: self.size_tcp_buffers(n) if n in end_hosts else None)
+        self.provenance["tcp_buffer_max_bytes"] = tcp_buffer_max_bytes(self.plan)
 
-    def initial_windows(self) -> None:
+    def initial_windows(self, setups: dict[str, NodeSetup]) -> None:
         """Each kernel flow's initial congestion window: its sender's route's initcwnd (set
         even at Linux's own 10, so the run's commands show it). Userspace flows get theirs
         from their agent's flag."""
@@ -244,18 +315,22 @@ class Sandbox:
             [via] = [
                 r.via for r in self.topo.routes if r.node == host and r.destination == "default"
             ]
-            self.run(host, "ip", "route", "change", "default", "via", via,
-                     "initcwnd", str(flow.initial_window))  # fmt: skip
+            setups[host].ip.append(f"route change default via {via} initcwnd {flow.initial_window}")
 
-    def size_tcp_buffers(self) -> None:
-        """Let the end hosts' TCP buffers grow to what the path can hold (plan.py:
-        tcp_buffer_max_bytes); the minimum and initial sizes stay the kernel's."""
+    def size_tcp_buffers(self, host: str) -> None:
+        """Let an end host's TCP buffers grow to what the path can hold (plan.py:
+        tcp_buffer_max_bytes); the minimum and initial sizes stay the kernel's. The host's
+        ORPHAN_RETRIES too, in the same write."""
         limit = tcp_buffer_max_bytes(self.plan)
-        for host in [*self.topo.senders, *self.topo.receivers]:
-            for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
-                low, initial, _ = self.run(host, "sysctl", "-n", key).split()
-                self.run(host, "sysctl", "-qw", f"{key}={low} {initial} {limit}")
-        self.provenance["tcp_buffer_max_bytes"] = limit
+        keys = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
+        current = self.run(host, "sysctl", "-n", *keys).splitlines()
+        if len(current) != len(keys):
+            raise SandboxError(f"on {host}: `sysctl -n {' '.join(keys)}` said {current}")
+        values = []
+        for key, line in zip(keys, current, strict=True):
+            low, initial, _ = line.split()
+            values.append(f"{key}={low} {initial} {limit}")
+        self.run(host, "sysctl", "-qw", *values, f"net.ipv4.tcp_orphan_retries={ORPHAN_RETRIES}")
 
     def shape(self) -> None:
         if self.provenance["link_mechanism"] == "emulator":
@@ -429,11 +504,21 @@ class Sandbox:
         right = (self.topo.receivers[i], self.topo.receiver_addresses[i])
         return (right, left) if flow.direction == "reverse" else (left, right)
 
-    def measure_base_rtt(self) -> None:
-        """Ping from the first sender to its receiver through the empty bottleneck: the base
-        RTT as the network really has it, recorded beside the configured one."""
-        out = self.run("s1", "ping", "-c", "5", "-i", "0.01", "-q", "-W", "2",
-                       self.topo.receiver_addresses[0], check=False)  # fmt: skip
+    def start_base_rtt(self) -> Any:
+        """Ping from the first sender to its receiver through the empty bottleneck (while the
+        senders connect: a handshake queues nothing): the base RTT as the network really has
+        it, recorded beside the configured one by record_base_rtt. Five echoes 2 ms apart
+        (root may ping that fast): 8 ms plus a round trip."""
+        return self.popen("s1", *self.ping_command())
+
+    def ping_command(self) -> list[str]:
+        return ["ping", "-c", "5", "-i", "0.002", "-q", "-W", "2", self.topo.receiver_addresses[0]]
+
+    def record_base_rtt(self, ping: Any) -> None:
+        out, err = ping.communicate(timeout=30)
+        command = " ".join(self.ping_command())
+        self.commands.append({"node": "s1", "cmd": command, "rc": ping.returncode})
+        self.say(f"[s1] {command} -> {ping.returncode} {err.strip()}")
         for line in out.splitlines():
             if "min/avg/max" in line:
                 low, avg, high = (float(v) / 1e3 for v in line.split("=")[1].split("/")[:3])
@@ -441,26 +526,13 @@ class Sandbox:
 
     def traffic(self) -> None:
         plan = self.plan
-        agent = str(self.agents / "ccbench-agent")
-        out = str(self.run_dir)
-        for flow in plan.flows:
-            receiver, address = self.endpoints(flow)[1]
-            self.start(receiver, f"receiver {flow.index}", agent,
-                       *receiver_args(flow, f"{address}:{PORT}", plan.interval_ms, out),
-                       ready='"listening"')  # fmt: skip
-        if self.provenance["link_mechanism"] == "tc":
-            self.start("r1", "qmon", agent,
-                       *qmon_args(self.topo.link_interface(0), plan.interval_ms, out))  # fmt: skip
+        with self.step("agents"):
+            senders = self.start_agents()
         t0 = time.time() + START_MARGIN_S
         self.provenance["start_ts"] = t0
-        senders = []
-        for flow in plan.flows:
-            sender = self.endpoints(flow)[0][0]
-            address = self.endpoints(flow)[1][1]
-            proc = self.popen(sender, agent, *sender_args(flow, f"{address}:{PORT}",
-                                                          plan.interval_ms, plan.seed, out),
-                              *start_args(t0 + flow.start_s))  # fmt: skip
-            senders.append((flow, proc))
+        for flow, proc in senders:
+            proc.stdin.write(start_line(t0 + flow.start_s))
+            proc.stdin.close()
         cpu_before = cpu_times()
         emit("phase", phase="running")
         deadline = time.monotonic() + START_MARGIN_S + plan.duration_s + SENDER_GRACE_S
@@ -484,6 +556,40 @@ class Sandbox:
                 with contextlib.suppress(ValueError, KeyError, IndexError):
                     message = json.loads(message.splitlines()[-1])["error"]
                 raise SandboxError(f"flow {flow.index} ({flow.algorithm}) failed: {message}")
+
+    def start_agents(self) -> list[tuple[FlowPlan, Any]]:
+        """The receivers (listening), the queue monitor, and the senders, each connected and
+        waiting for its start line; the base RTT measured meanwhile."""
+        plan = self.plan
+        agent = str(self.agents / "ccbench-agent")
+        out = str(self.run_dir)
+        receivers = []
+        for flow in plan.flows:  # started together, then each waited for
+            receiver, address = self.endpoints(flow)[1]
+            name = f"receiver {flow.index}"
+            args = receiver_args(flow, f"{address}:{PORT}", plan.interval_ms, out)
+            receivers.append((receiver, name, self.start(receiver, name, agent, *args)))
+        for receiver, name, proc in receivers:
+            self.wait_ready(receiver, name, proc, '"listening"')
+        if self.provenance["link_mechanism"] == "tc":
+            self.start("r1", "qmon", agent,
+                       *qmon_args(self.topo.link_interface(0), plan.interval_ms, out))  # fmt: skip
+        # Each sender connects, says so and waits for its start time on stdin; the run starts
+        # START_MARGIN_S after the last one is connected and the base RTT is measured.
+        ping = self.start_base_rtt()
+        senders = []
+        for flow in plan.flows:
+            sender = self.endpoints(flow)[0][0]
+            address = self.endpoints(flow)[1][1]
+            argv = [agent, *sender_args(flow, f"{address}:{PORT}", plan.interval_ms, plan.seed,
+                                        out), *START_FROM_STDIN_ARGS]  # fmt: skip
+            self.commands.append({"node": sender, "cmd": " ".join(argv), "rc": None})
+            senders.append((flow, self.popen(sender, *argv, stdin=subprocess.PIPE)))
+        for flow, proc in senders:
+            sender = self.endpoints(flow)[0][0]
+            self.wait_ready(sender, f"flow {flow.index} ({flow.algorithm})", proc, '"connected"')
+        self.record_base_rtt(ping)
+        return senders
 
     def check_background(self) -> None:
         """Fail the run as soon as an emulator, delay line or monitor dies: measuring on would
@@ -521,6 +627,7 @@ class Sandbox:
 
     def write_provenance(self) -> None:
         self.provenance["commands"] = self.commands
+        self.provenance["sandbox_steps_s"] = self.steps
         self.provenance["seed"] = self.plan.seed
         (self.run_dir / rundir.PROVENANCE).write_text(json.dumps(self.provenance, indent=2))
 
@@ -535,12 +642,14 @@ def main(plan_path: str) -> int:
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     try:
         emit("phase", phase="provisioning")
-        box.probe()
+        with box.step("probe"):
+            box.probe()
         box.build()
-        box.shape()
-        box.measure_base_rtt()
+        with box.step("shape"):
+            box.shape()
         box.traffic()
-        box.collect()
+        with box.step("collect"):
+            box.collect()
         box.write_provenance()
     except Exception as exc:  # noqa: BLE001 - every failure becomes the run's error event
         box.say(f"error: {exc!r}")

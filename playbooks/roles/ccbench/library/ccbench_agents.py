@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ccbench_path import measure_paths
 
 DOCUMENTATION = r"""
 module: ccbench_agents
@@ -47,6 +48,14 @@ options:
     description: Agents to wait for or stop.
     type: list
     elements: str
+    default: []
+  paths:
+    description: For C(start), C({name, address}) of the receivers this host sends to: once its
+      agents are ready, the path to each is measured (base RTT, path MTU, clock offset; as
+      ccbench_path) and reported as C(ccbench_report.paths). In the same task as the receivers'
+      start on the other hosts, so the trial pays for one round trip to the hosts, not two.
+    type: list
+    elements: dict
     default: []
   timeout_s:
     description: How long C(start) waits for ready lines, C(wait) for exits, C(stop) before SIGKILL.
@@ -130,7 +139,7 @@ def start(
             )
         if waiting:
             time.sleep(POLL_S)
-    return {"changed": True, "started": sorted(str(a["name"]) for a in agents)}
+    return {"changed": bool(agents), "started": sorted(str(a["name"]) for a in agents)}
 
 
 def wait(
@@ -198,6 +207,7 @@ def main() -> None:
             "dir": {"type": "path", "required": True},
             "agents": {"type": "list", "elements": "dict", "default": []},
             "names": {"type": "list", "elements": "str", "default": []},
+            "paths": {"type": "list", "elements": "dict", "default": []},
             "timeout_s": {"type": "float", "default": 10.0},
         },
     )
@@ -206,6 +216,8 @@ def main() -> None:
     action = module.params["action"]
     if action == "start":
         result = start(module, directory, module.params["agents"], timeout_s)
+        if module.params["paths"]:
+            result["ccbench_report"] = {"paths": measure_paths(module.params["paths"])}
     elif action == "wait":
         result = wait(module, directory, module.params["names"], timeout_s)
     else:
