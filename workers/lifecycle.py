@@ -6,7 +6,6 @@ owner's work."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -191,33 +190,36 @@ def execute(run_id: str, worker_id: str | None = None) -> str:
     admission = admit(run_id, settings)
     if admission == "no room":
         return "waited"
-    with contextlib.ExitStack() as stack:
-        if isinstance(admission, packing.Admission):
-            stack.enter_context(packing.holding(admission))
+    if admission == "cancelled":
+        claim(run_id, worker_id, settings)  # a queued run of a cancelled experiment: cancelled
+        return "cancelled"
+    if admission == "not queued":
+        log.info("run %s is not queued: redelivered or cancelled task, nothing to do", run_id)
+        return "skipped"
+    with packing.holding(admission):
         c = claim(run_id, worker_id, settings)
         if c is None:
             log.info("run %s is not queued: redelivered or cancelled task, nothing to do", run_id)
             return "skipped"
-        assert isinstance(admission, packing.Admission), "a claimed run was admitted"
         c.admission = admission
         return _execute(c, settings)
 
 
 def admit(
     run_id: str, settings: Settings
-) -> packing.Admission | Literal["no room", "nothing to run"]:
+) -> packing.Admission | Literal["no room", "not queued", "cancelled"]:
     """Wait until the run's predicted cost fits this host's budget (workers/packing.py); a run
     re-run because of load waits for the host to itself. The run stays queued meanwhile.
     "no room": it did not fit within settings.pack_wait_s and goes back to the dispatcher (its
-    message is spent). "nothing to run": it is not queued, or its experiment is being
-    cancelled (claim() then skips or cancels it at once)."""
+    message is spent). "not queued" and "cancelled" (its experiment is being cancelled): it
+    needs no room."""
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.status != RunStatus.queued.value:
-            return "nothing to run"
+            return "not queued"
         experiment = session.get(Experiment, run.experiment_id)
         if experiment is None or experiment.cancel_requested_at is not None:
-            return "nothing to run"
+            return "cancelled"
         spec = ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS)
         exclusive = run.load_reruns > 0
     cost = packing.predicted_cost_cores(spec)
