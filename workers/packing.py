@@ -48,9 +48,10 @@ PACKET_BYTES = 1500
 @dataclass(frozen=True)
 class RunCosts:
     """CPU a run costs its host, by the kind of its flows. Measured by `make bench-runcost`
-    (bench/runcost.py) on the 2-core development VM, 2026-11-24, medians of 4 repetitions:
-    two-flow dumbbell runs at 5 and 20 Mbit/s (8 s), every CPU second of the run's process
-    tree, a line through the two rates (README, "Packing runs on a host", has the spread)."""
+    (bench/runcost.py) on the 2-core development VM, 2026-11-24 (load average 0.6-3 from
+    other work): two-flow dumbbell runs at 5 and 20 Mbit/s, every CPU second of the run's
+    process tree, a line through the two rates; the medians of 5 such pairs per kind (2 of
+    8 s, 3 of 6 s). README, "Packing runs on a host", has the spread."""
 
     # CPU seconds of one run whatever its traffic: the sandbox's Python, namespaces, links,
     # pings, the agents' start and stop (and bpftool for BPF controllers).
@@ -65,9 +66,9 @@ class RunCosts:
 
 
 RUN_COSTS = RunCosts(
-    fixed_cpu_s={"kernel": 1.14, "bpf": 1.22, "userspace": 1.13},
-    emulator_us_per_packet={"kernel": 57.0, "bpf": 72.0, "userspace": 76.0},
-    agent_us_per_packet={"kernel": 14.0, "bpf": 29.0, "userspace": 50.0},
+    fixed_cpu_s={"kernel": 0.86, "bpf": 0.98, "userspace": 1.06},
+    emulator_us_per_packet={"kernel": 66.0, "bpf": 53.0, "userspace": 79.0},
+    agent_us_per_packet={"kernel": 21.0, "bpf": 19.0, "userspace": 53.0},
 )
 
 
