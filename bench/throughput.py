@@ -8,7 +8,9 @@ Figures: the wall-time ratio packed / sequential (target <= 0.35); per mode the 
 runs whose checks all passed at their first attempt and at the end (after the automatic
 re-runs of runs whose load-sensitive checks failed; target 1.0 in both modes), the re-runs,
 and the runs beside each run; and the largest relative difference between the modes of any
-point's median aggregate goodput and of its median mean queue (target <= 3%). Needs root.
+point's median aggregate goodput and of its median mean queue (target <= 3%), beside each
+mode's own largest difference between a point's two repetitions (the run-to-run noise) and
+the bottleneck emulator's p99 release lateness. Needs root.
 About 8 min sequential + 2-3 min packed on the 2-core VM.
 
     make bench-throughput
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure as emit
+from ccbench.rundir import link_name
 
 RATES = ["10Mbit", "15Mbit", "20Mbit"]
 BUFFERS = ["0.5bdp", "1bdp", "2bdp", "4bdp"]
@@ -74,13 +77,22 @@ class Mode:
     def passed(self) -> float:
         return sum(1 for r in self.runs if r["checks_ok"]) / len(self.runs)
 
-    def medians(self, metric: str) -> dict[int, float]:
-        per_point: dict[int, list[float]] = {}
+    def per_point(self, metric: str) -> dict[int, list[float]]:
+        values: dict[int, list[float]] = {}
         for r in self.runs:
             value = (r.get("aggregate") or {}).get(metric)
             if value is not None:
-                per_point.setdefault(int(r["point_index"]), []).append(float(value))
-        return {p: statistics.median(v) for p, v in per_point.items()}
+                values.setdefault(int(r["point_index"]), []).append(float(value))
+        return values
+
+    def medians(self, metric: str) -> dict[int, float]:
+        return {p: statistics.median(v) for p, v in self.per_point(metric).items()}
+
+    def repetition_spread(self, metric: str) -> float | None:
+        """The largest relative difference between a point's repetitions: run-to-run noise,
+        the floor for the difference between the modes."""
+        spreads = [max(v) / min(v) - 1 for v in self.per_point(metric).values() if min(v) > 0]
+        return max(spreads) if spreads else None
 
 
 def run_mode(name: str, concurrency: int, duration_s: float, work: Path) -> Mode:
@@ -97,16 +109,22 @@ def run_mode(name: str, concurrency: int, duration_s: float, work: Path) -> Mode
         wall = time.monotonic() - started
         report = api.get(f"/v1/experiments/{experiment}/report").json()
         rows = {r["id"]: r for r in api.get(f"/v1/experiments/{experiment}").json()["runs"]}
+        provenance = {
+            run_id: api.get(f"/v1/runs/{run_id}", params={"series": False}).json()["provenance"]
+            for run_id in rows
+        }
     results = []
     for r in report["runs"]:
         row = rows[r["run_id"]]
         checks = r.get("checks") or []
+        counters = provenance[r["run_id"]].get("emulator_counters", {}).get(link_name(0, True))
         results.append({
             **r,
             "checks_ok": r["status"] == "done" and bool(checks) and all(c["ok"] for c in checks),
             "failed_checks": [c["name"] for c in checks if not c["ok"]],
             "runs_beside": row["runs_beside"],
             "load_reruns": row["load_reruns"],
+            "late_us_p99": (counters or {}).get("late_us_p99"),
         })  # fmt: skip
     print(f"# {name}: {runs} runs in {wall:.1f} s, {detail['status_counts']}, load average "
           f"{os.getloadavg()}", flush=True)  # fmt: skip
@@ -142,6 +160,14 @@ def main(argv: list[str] | None = None) -> int:
         figure(f"{mode.name}_checks_pass_first_attempt", mode.passed_first(), "fraction")
         figure(f"{mode.name}_checks_pass", mode.passed(), "fraction", "1.0")
         figure(f"{mode.name}_load_reruns", sum(r["load_reruns"] for r in mode.runs), "runs")
+        late = [float(r["late_us_p99"]) for r in mode.runs if r["late_us_p99"] is not None]
+        if late:
+            # The bottleneck emulator's release lateness (data direction), p99 of each run.
+            figure(f"{mode.name}_emulator_late_p99_median", statistics.median(late), "us")
+            figure(f"{mode.name}_emulator_late_p99_max", max(late), "us", "<= 1000")
+        for metric in ("goodput_bps", "queue_mean_pkts"):
+            spread = mode.repetition_spread(metric)
+            figure(f"{mode.name}_largest_repetition_spread_{metric}", spread, "ratio")
         beside = [r["runs_beside"] for r in mode.runs if r["runs_beside"] is not None]
         if beside:
             figure(f"{mode.name}_runs_beside_median", statistics.median(beside), "runs")
