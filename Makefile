@@ -7,7 +7,7 @@ EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
 SEEDS ?= 000 001 002 003 004
 
-.PHONY: install agents demo reproduce test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots bench-conformance
+.PHONY: install agents demo reproduce test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots bench-conformance bench-runcost bench-throughput
 
 install:
 	scripts/install.sh
@@ -113,3 +113,9 @@ bench-plots:
 
 bench-conformance:
 	$(PY) -m bench.conformance
+
+bench-runcost:
+	$(PY) -m bench.runcost
+
+bench-throughput:
+	$(PY) -m bench.throughput

@@ -47,10 +47,11 @@ class RunBudget:
 
 def run_budget(duration_s: float, testbed: str, settings: Settings | None = None) -> RunBudget:
     """The run's own duration x 1.5, plus set-up and tear-down (settings.run_time_margin_s),
-    plus its testbed's allowance."""
-    margin = (settings or get_settings()).run_time_margin_s
-    deadline = duration_s * 1.5 + margin + TESTBED_ALLOWANCE_S.get(testbed, 0.0)
-    soft = deadline + FINISH_ALLOWANCE_S
+    plus its testbed's allowance. Celery's limits count from the task's start, before which
+    the run may wait for room on its host (settings.pack_wait_s, workers/packing.py)."""
+    settings = settings or get_settings()
+    deadline = duration_s * 1.5 + settings.run_time_margin_s + TESTBED_ALLOWANCE_S.get(testbed, 0.0)
+    soft = deadline + FINISH_ALLOWANCE_S + settings.pack_wait_s
     return RunBudget(deadline_s=deadline, soft_limit_s=soft, hard_limit_s=soft + HARD_AFTER_SOFT_S)
 
 
@@ -69,6 +70,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_serializer": "json",
         "accept_content": ["json"],
         "worker_prefetch_multiplier": 1,
+        # Runs at once in a worker (its prefork pool processes), each admitted by the host's
+        # CPU budget (workers/packing.py); the dispatcher sends it as many plus the prefetch.
+        "worker_concurrency": settings.worker_concurrency,
         "worker_hijack_root_logger": False,
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": 3,

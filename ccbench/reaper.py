@@ -1,7 +1,8 @@
 """Runs whose worker died: an active run whose heartbeat went stale is queued again while it
-has attempts left (settings.run_max_attempts) and its experiment is not being cancelled, else
-marked failed (or cancelled). A requeued run has no message: the dispatcher sends it. Safe to
-run from several workers at once: every move is a conditional UPDATE."""
+has attempts left (settings.run_max_attempts, not counting re-runs after load spoiled its
+checks) and its experiment is not being cancelled, else marked failed (or cancelled). A
+requeued run has no message: the dispatcher sends it. Safe to run from several workers at
+once: every move is a conditional UPDATE."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
                 Run.id,
                 Run.experiment_id,
                 Run.attempt,
+                Run.load_reruns,
                 Run.worker_id,
                 Run.heartbeat_at,
                 Experiment.cancel_requested_at,
@@ -45,7 +47,10 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
             .where(Run.status.in_([s.value for s in ACTIVE]))
             .where((Run.heartbeat_at < cutoff) | Run.heartbeat_at.is_(None))
         ).all()
-        for run_id, experiment_id, attempt, worker_id, heartbeat_at, cancelled in stale:
+        for run_id, experiment_id, attempt, reruns, worker_id, heartbeat_at, cancelled in stale:
+            # Attempts re-run because load spoiled their checks (workers/packing.py) do not
+            # count against the attempts a dead worker may cost.
+            lost_attempts = attempt - reruns
             detail = (
                 f"worker {worker_id} stopped heartbeating (last at "
                 f"{heartbeat_at.isoformat() if heartbeat_at else 'never'}) during attempt "
@@ -62,7 +67,7 @@ def reap_stale_runs(settings: Settings | None = None) -> list[Reaped]:
                     finished_at=utcnow(),
                 ):
                     reaped.append(Reaped(run_id, "cancelled", detail))
-            elif attempt < settings.run_max_attempts:
+            elif lost_attempts < settings.run_max_attempts:
                 if transition(
                     session,
                     run_id,

@@ -23,7 +23,8 @@ ACTIVE: frozenset[RunStatus] = frozenset(
 FINAL: frozenset[RunStatus] = frozenset({RunStatus.done, RunStatus.failed, RunStatus.cancelled})
 
 # Legal moves. Any non-final state may fail or be cancelled; an active run may go back to
-# queued only through the reaper's retry of a run whose worker died.
+# queued only through the reaper's retry of a run whose worker died, or (from analyzing) to be
+# run again alone when load spoiled its checks (workers/lifecycle.py, workers/packing.py).
 TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     RunStatus.queued: frozenset({RunStatus.provisioning, RunStatus.cancelled, RunStatus.failed}),
     RunStatus.provisioning: frozenset(

@@ -56,6 +56,20 @@ class Settings(BaseSettings):
     worker_id: str = ""
     worker_pool: str = "default"
     worker_timeout_s: float = 30.0
+    # Packing runs (workers/packing.py; docs/operations.md): a worker executes up to
+    # worker_concurrency runs at once (its Celery pool processes and the slots it registers),
+    # each only while the predicted CPU costs of the runs on this host add up to at most
+    # pack_cpu_share of its CPUs (a run that alone costs more runs alone). The hosts' workers
+    # share the budget through the ledger file pack_ledger (default <state_dir>/packing.json):
+    # workers of other installations on the same host must name the same file. A run waits for
+    # room at most pack_wait_s (still queued), then goes back to the dispatcher. A run whose
+    # checks that load spoils (emulator timing, send jitter, host CPU) failed is run again,
+    # alone, up to pack_load_reruns times.
+    worker_concurrency: int = Field(default=4, ge=1, le=64)
+    pack_cpu_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    pack_ledger: Path | None = None
+    pack_wait_s: float = Field(default=300.0, ge=0.0)
+    pack_load_reruns: int = Field(default=1, ge=0, le=5)
 
     # Encrypts secrets at rest (hosts' SSH private keys): a Fernet key (32 url-safe base64
     # bytes, `ccbench admin secret-key` prints a new one). Empty: the embedded default, a key

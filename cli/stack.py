@@ -43,7 +43,8 @@ def api_command(settings: Settings) -> list[str]:
 
 def worker_command(worker_id: str) -> list[str]:
     """A Celery worker consuming only its own queue (the process must see CCBENCH_WORKER_ID =
-    worker_id: worker_env). One run at a time: runs must not compete for the host's CPUs."""
+    worker_id: worker_env). Its pool has settings.worker_concurrency processes (Celery's
+    configuration, ccbench.jobs), whose runs share the host's CPU budget (workers/packing.py)."""
     return [
         sys.executable,
         "-m",
@@ -53,8 +54,6 @@ def worker_command(worker_id: str) -> list[str]:
         "worker",
         "--queues",
         worker_queue(worker_id),
-        "--concurrency",
-        "1",
         "--pool",
         "prefork",
         "--hostname",

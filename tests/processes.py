@@ -29,8 +29,10 @@ class Worker:
         env: dict[str, str] | None = None,
         netns: str | None = None,
         worker_id: str | None = None,
+        concurrency: int = 1,
     ) -> None:
-        """`netns`: run it in that network namespace (a separate "machine")."""
+        """`netns`: run it in that network namespace (a separate "machine"). `concurrency`:
+        runs at once (packing, workers/packing.py); one unless a test is about packing."""
         from cli.stack import worker_command
         from tests.services import cancel_leftover_runs
 
@@ -43,7 +45,11 @@ class Worker:
         self.proc = subprocess.Popen(
             [*inside, *worker_command(self.id)],
             cwd=REPO_ROOT,
-            env={**(env or os.environ), "CCBENCH_WORKER_ID": self.id},
+            env={
+                **(env or os.environ),
+                "CCBENCH_WORKER_ID": self.id,
+                "CCBENCH_WORKER_CONCURRENCY": str(concurrency),
+            },  # fmt: skip
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -47,9 +47,15 @@ def _ip(*args: str) -> None:
 class Lab:
     """Services, the API and `workers` namespace workers; `with Lab(...) as lab:`."""
 
-    def __init__(self, work: Path, workers: int, tag: str) -> None:
+    def __init__(
+        self, work: Path, workers: int, tag: str, concurrency: int = 1,
+        worker_env: dict[str, str] | None = None,
+    ) -> None:  # fmt: skip
+        """`concurrency`, `worker_env`: each worker's runs at once and extra settings."""
         self.work = work
         self.count = workers
+        self.concurrency = concurrency
+        self.worker_env = worker_env or {}
         self.tag = tag  # keeps namespace names apart from another lab's
         self.token = ""
         self.worker_token = "wt_" + secrets.token_urlsafe(24)
@@ -109,9 +115,10 @@ class Lab:
     def start_worker(self, i: int) -> Worker:
         assert self.api is not None
         env = dict(self.env, CCBENCH_STATE_DIR=str(self.work / f"w{i}"),
-                   CCBENCH_API_URL=self.api.url)  # fmt: skip
+                   CCBENCH_API_URL=self.api.url, **self.worker_env)  # fmt: skip
         worker = Worker(self.work / f"w{i}.log", env=env, netns=self.namespace(i),
-                        worker_id=f"scale-{self.tag}-w{i}")  # fmt: skip
+                        worker_id=f"scale-{self.tag}-w{i}",
+                        concurrency=self.concurrency)  # fmt: skip
         self.workers[worker.id] = worker
         return worker
 

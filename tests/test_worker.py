@@ -335,7 +335,9 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
                                        if runs[r] == is_bpf and row.status == "done"))  # fmt: skip
         assert failures == {}
         assert bpf_kills == KILLS_PER_RUNTIME and len(killed) == 2 * KILLS_PER_RUNTIME
-        assert all(row.attempt == 2 for row in rows.values())  # done on the first retry
+        # Done on the first retry (a re-run, alone, after load spoiled its emulator's timing
+        # is not a retry: workers/packing.py).
+        assert all(row.attempt - row.load_reruns == 2 for row in rows.values())
         # The killed attempts' controllers are swept while the workers keep running; pending
         # ones go when the kernel drops the dead sandboxes' orphaned sockets.
         left: list[str] = []

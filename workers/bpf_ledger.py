@@ -50,10 +50,13 @@ class LedgerError(RuntimeError):
 
 
 class Ledger:
-    def __init__(self, path: Path, wait_s: float = LOCK_WAIT_S) -> None:
+    """A JSON object in `path`, changed under an exclusive flock on `lock_name` beside it (also
+    the run-packing ledger's mechanism, workers/packing.py)."""
+
+    def __init__(self, path: Path, wait_s: float = LOCK_WAIT_S, lock_name: str = LOCK_NAME) -> None:
         self.path = path
         self.wait_s = wait_s
-        self.lock_path = path.with_name(LOCK_NAME)
+        self.lock_path = path.with_name(lock_name)
         self._mutex = threading.RLock()
         self._fd: int | None = None
         self._depth = 0
@@ -184,7 +187,7 @@ class Ledger:
         return json.dumps(self._entries, sort_keys=True)
 
     def _write(self) -> None:
-        temporary = self.path.with_name(f".{FILE_NAME}.{os.getpid()}")
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as out:
             json.dump(self._entries, out, indent=1, sort_keys=True)

@@ -12,12 +12,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from ccbench import jobs, rundir, workerpool
+from ccbench.analysis.checks import LOAD_SENSITIVE_CHECKS
 from ccbench.analysis.run import RunAnalysis, analyze_run
 from ccbench.db.models import Experiment, FlowResult, Run, RunSeries, utcnow
 from ccbench.db.runs import heartbeat, refresh_experiment_status, transition
@@ -25,8 +26,9 @@ from ccbench.db.session import session_scope
 from ccbench.runstate import RunStatus
 from ccbench.settings import Settings, get_settings
 from ccbench.version import CCBENCH_VERSION
-from schemas import ExperimentSpec
+from schemas import Check, ExperimentSpec
 from schemas.units import SI_NUMBERS
+from workers import packing
 from workers.artifacts import Uploader
 from workers.planning import plan_for_spec
 from workers.provenance import software
@@ -56,6 +58,10 @@ class Claim:
     spec: ExperimentSpec
     run_dir: Path
     uploads: Uploader  # the run's files to the API, when this worker is on another machine
+    load_reruns: int = 0  # times this run was requeued to run alone (workers/packing.py)
+    # What the earlier attempts that were re-run because of load recorded of their packing.
+    earlier: list[dict[str, Any]] = field(default_factory=list)
+    admission: packing.Admission | None = None
 
 
 def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
@@ -98,6 +104,7 @@ def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
             return None
         refresh_experiment_status(session, run.experiment_id)
         run_dir = rundir.attempt_dir(settings.runs_dir, run_id, attempt)
+        earlier = list((run.provenance or {}).get("packing", {}).get("load_reruns", []))
         return Claim(
             run_id=run_id,
             attempt=attempt,
@@ -106,6 +113,8 @@ def claim(run_id: str, worker_id: str, settings: Settings) -> Claim | None:
             spec=ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS),
             run_dir=run_dir,
             uploads=Uploader(settings, run_id, attempt, run_dir),
+            load_reruns=run.load_reruns,
+            earlier=earlier,
         )
 
 
@@ -173,14 +182,67 @@ class Monitor:
 
 
 def execute(run_id: str, worker_id: str | None = None) -> str:
-    """Run one run to a final state (as `worker_id`, default this worker's registered id).
-    Returns the final status (or 'skipped')."""
+    """Run one run to a final state (as `worker_id`, default this worker's registered id), once
+    it fits on this host (workers/packing.py). Returns the final status, 'queued' (to run again
+    alone), 'skipped' (not queued) or 'waited' (no room in time: back to the dispatcher)."""
     settings = get_settings()
     worker_id = worker_id or workerpool.worker_id(settings)
-    c = claim(run_id, worker_id, settings)
-    if c is None:
+    admission = admit(run_id, settings)
+    if admission == "no room":
+        return "waited"
+    if admission == "cancelled":
+        claim(run_id, worker_id, settings)  # a queued run of a cancelled experiment: cancelled
+        return "cancelled"
+    if admission == "not queued":
         log.info("run %s is not queued: redelivered or cancelled task, nothing to do", run_id)
         return "skipped"
+    with packing.holding(admission):
+        c = claim(run_id, worker_id, settings)
+        if c is None:
+            log.info("run %s is not queued: redelivered or cancelled task, nothing to do", run_id)
+            return "skipped"
+        c.admission = admission
+        return _execute(c, settings)
+
+
+def admit(
+    run_id: str, settings: Settings
+) -> packing.Admission | Literal["no room", "not queued", "cancelled"]:
+    """Wait until the run's predicted cost fits this host's budget (workers/packing.py); a run
+    re-run because of load waits for the host to itself. The run stays queued meanwhile.
+    "no room": it did not fit within settings.pack_wait_s and goes back to the dispatcher (its
+    message is spent). "not queued" and "cancelled" (its experiment is being cancelled): it
+    needs no room."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.status != RunStatus.queued.value:
+            return "not queued"
+        experiment = session.get(Experiment, run.experiment_id)
+        if experiment is None or experiment.cancel_requested_at is not None:
+            return "cancelled"
+        spec = ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS)
+        exclusive = run.load_reruns > 0
+    cost = packing.predicted_cost_cores(spec)
+    budget = packing.budget_cores(settings)
+    admission = packing.host_ledger(settings).admit(
+        run_id, cost, budget, exclusive=exclusive, wait_s=settings.pack_wait_s
+    )
+    if admission is None:
+        log.warning("run %s (%.3f cores) found no room in %.0f s: back to the dispatcher",
+                    run_id, cost, settings.pack_wait_s)  # fmt: skip
+        with session_scope() as session:
+            session.execute(
+                update(Run)
+                .where(Run.id == run_id, Run.status == RunStatus.queued)
+                .values(dispatched_at=None, dispatched_to=None)
+                .execution_options(synchronize_session=False)
+            )
+        return "no room"
+    return admission
+
+
+def _execute(c: Claim, settings: Settings) -> str:
+    run_id = c.run_id
     started = time.monotonic()
     timings: dict[str, float] = {}
     try:
@@ -229,10 +291,16 @@ def _finish(c: Claim, status: RunStatus, error: str | None, timings: dict[str, f
             timings=timings,
             provenance=provenance,
             artifacts_dir=str(c.run_dir),
+            runs_beside=_runs_beside(provenance),
         )
         if moved:
             refresh_experiment_status(session, c.experiment_id)
     return status.value if moved else "lost"
+
+
+def _runs_beside(provenance: dict[str, Any]) -> int | None:
+    runs: int | None = provenance.get("packing", {}).get("runs_beside")
+    return runs
 
 
 def _read_provenance(c: Claim) -> dict[str, Any]:
@@ -246,6 +314,8 @@ def _read_provenance(c: Claim) -> dict[str, Any]:
     provenance["ccbench_version"] = CCBENCH_VERSION
     provenance["software"] = software(get_settings().agents_dir)
     provenance["seed"] = c.spec.seed
+    if c.admission is not None:
+        provenance["packing"] = {**c.admission.record(), "load_reruns": c.earlier}
     if c.run_dir.is_dir():
         missing = c.uploads.everything()  # before the final state: then the API has the files
         if missing:
@@ -255,6 +325,10 @@ def _read_provenance(c: Claim) -> dict[str, Any]:
 
 def _store_and_finish(c: Claim, analysis: RunAnalysis, timings: dict[str, float]) -> str:
     provenance = _read_provenance(c)
+    spoiled = [ch for ch in analysis.summary.checks
+               if not ch.ok and ch.name in LOAD_SENSITIVE_CHECKS]  # fmt: skip
+    if spoiled and c.load_reruns < get_settings().pack_load_reruns:
+        return _rerun_alone(c, provenance, spoiled, timings)
     with session_scope() as session:
         for flow in analysis.flows:
             session.merge(
@@ -288,9 +362,46 @@ def _store_and_finish(c: Claim, analysis: RunAnalysis, timings: dict[str, float]
             provenance=provenance,
             artifacts_dir=str(c.run_dir),
             progress={"elapsed_s": c.spec.duration, "duration_s": c.spec.duration},
+            runs_beside=_runs_beside(provenance),
         )
         if not moved:
             session.rollback()
             return "lost"
         refresh_experiment_status(session, c.experiment_id)
     return final.value
+
+
+def _rerun_alone(
+    c: Claim, provenance: dict[str, Any], spoiled: list[Check], timings: dict[str, float]
+) -> str:
+    """Checks that load spoils failed (ccbench.analysis.checks.LOAD_SENSITIVE_CHECKS): the run
+    goes back to the queue, to run again alone (workers/packing.py), its results unstored. This
+    attempt's files stay in its attempt directory; what it recorded of its packing and why it
+    was re-run goes into the run's provenance (`packing.load_reruns`)."""
+    this = {
+        **{k: v for k, v in provenance["packing"].items() if k != "load_reruns"},
+        "attempt": c.attempt,
+        "timings": timings,
+        "checks": {ch.name: ch.detail for ch in spoiled},
+    }
+    record = {"packing": {"load_reruns": [*c.earlier, this]}}
+    reason = "; ".join(f"{ch.name}: {ch.detail}" for ch in spoiled)
+    with session_scope() as session:
+        moved = transition(
+            session,
+            c.run_id,
+            RunStatus.queued,
+            expect_attempt=c.attempt,
+            worker_id=None,
+            error=f"re-running alone (load spoiled attempt {c.attempt}): {reason}",
+            queued_at=utcnow(),
+            dispatched_at=None,
+            progress={},
+            provenance=record,
+            runs_beside=this["runs_beside"],
+            load_reruns=c.load_reruns + 1,
+        )
+        if moved:
+            refresh_experiment_status(session, c.experiment_id)
+    log.warning("run %s attempt %d re-runs alone: %s", c.run_id, c.attempt, reason)
+    return RunStatus.queued.value if moved else "lost"

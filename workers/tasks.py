@@ -52,7 +52,8 @@ def _register_and_start_upkeep(**_kwargs: Any) -> None:
     capabilities = probe_capabilities(settings)
     with session_scope() as session:
         workerpool.register(session, workerpool.worker_id(settings), settings.worker_pool,
-                            capabilities, slots=1, version=CCBENCH_VERSION)  # fmt: skip
+                            capabilities, slots=settings.worker_concurrency,
+                            version=CCBENCH_VERSION)  # fmt: skip
     reap_stale_runs()
     # BPF controllers of runs that died with their pool process are removed here, in the main
     # process, soon after the reaper takes the run back (not only before the next BPF run);

@@ -82,6 +82,13 @@ class RunSummary(BaseModel):
     error: str | None
     started_at: datetime | None
     finished_at: datetime | None
+    runs_beside: int | None = Field(
+        description="other runs that ran on the same host at some moment of its latest "
+        "attempt (packing); null until an attempt has finished"
+    )
+    load_reruns: int = Field(
+        description="times it was run again, alone, because checks that load spoils failed"
+    )
 
 
 class Failure(BaseModel):

@@ -19,6 +19,10 @@ WIRE_PACKET_BYTES = 1514
 EMULATOR_LATE_P99_US = 1000
 # Above this share of busy CPU the host itself may have shaped the results.
 HOST_CPU_BUSY_LIMIT = 0.9
+# The checks that load on the host can spoil (the emulator released late or the CPUs were
+# saturated) while the network model itself was right: a run that fails one of them is run
+# again, alone (workers/packing.py).
+LOAD_SENSITIVE_CHECKS = frozenset({"emulator_timing", "send_jitter", "host_cpu"})
 # Receivers' timestamps are moved to the sender's clock by the measured offset; beyond this
 # the offset's own error (half an ICMP round trip + 1 ms) could shift per-interval metrics.
 CLOCK_OFFSET_LIMIT_S = 0.01

@@ -311,6 +311,11 @@ class Run(Base):
     provenance: Mapped[dict[str, Any]] = mapped_column(default=dict)
     aggregate: Mapped[dict[str, Any]] = mapped_column(default=dict)
     artifacts_dir: Mapped[str | None] = mapped_column(Text)
+    # Packing (workers/packing.py): how many other runs held the host's CPU budget at some
+    # moment of this run's latest attempt (None until an attempt has finished), and how many
+    # times it was run again, alone, because checks that load spoils failed.
+    runs_beside: Mapped[int | None] = mapped_column(Integer)
+    load_reruns: Mapped[int] = mapped_column(Integer, default=0)
 
     flows: Mapped[list["FlowResult"]] = relationship(
         cascade="all, delete-orphan", order_by="FlowResult.flow_index"
