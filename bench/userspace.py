@@ -7,7 +7,10 @@
 - pacing accuracy: unresponsive CBR at 10 Mbit/s through the transport's pacer, packets
   timestamped by the receiving kernel (AF_PACKET, SO_TIMESTAMPNS): the error of each
   inter-departure gap against the pacer's spacing, p50/p99 (target p99 <= 50 us), with the
-  sender at normal priority and under SCHED_FIFO ("rt": wake-ups not delayed by other load).
+  sender at normal priority and under SCHED_FIFO ("rt": wake-ups not delayed by other load),
+  and the sender's CPU share (what its spin before each departure costs);
+- `--runs` rounds (default 3), each a userspace flow per controller between kernel cubic flows
+  and both pacing modes: medians and their range (`_min`, `_max`).
 
     make bench-userspace
     python -m bench.userspace --algorithms reno,vegas --duration 3
@@ -18,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,6 +131,7 @@ def pacing_accuracy(
         if "listening" not in receiver.stdout.readline():
             raise SystemExit("cbr: the receiver did not start")
         duration = packets * 1500 * 8 / PACING_RATE_BPS * 1.3 + 1
+        before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
         subprocess.run(
             in_ns(path.sender, *(["chrt", "-f", "10"] if realtime else []), str(AGENT), "usend",
                   "--dst", f"10.78.0.2:{PORT}",
@@ -133,6 +139,8 @@ def pacing_accuracy(
                   "--interval-ms", "1000", "--out", str(work / "cbr.send.jsonl")),
             check=True, capture_output=True, text=True,
         )  # fmt: skip
+        after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - started
+        cpu_s = sum(getattr(after, f) - getattr(before, f) for f in ("ru_utime", "ru_stime"))
         out, _ = capture.communicate(timeout=60)
     finally:
         receiver.terminate()
@@ -157,40 +165,68 @@ def pacing_accuracy(
         "gap_error_p99_us": float(np.percentile(error_us, 99)),
         "ip_rate_ratio": float(sizes.sum() * 8 / gaps.sum() / PACING_RATE_BPS),
         "gap_us": float(np.median(gaps) * 1e6),
+        # What the pacing costs: the sender's CPU time (its spin included) per second.
+        "sender_cpu_share": cpu_s / wall,
     }
+
+
+def spread(name: str, values: list[float], unit: str, target: str | None = None) -> None:
+    """The median of `values` as `name` (with the target), and their range as name_min/_max."""
+    figure(name, statistics.median(values), unit, target)
+    figure(f"{name}_min", min(values), unit)
+    figure(f"{name}_max", max(values), unit)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--algorithms", default="reno", help="userspace controllers to run")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per flow")
+    parser.add_argument("--runs", type=int, default=3, help="rounds (medians and spread)")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print("bench-userspace needs root (network namespaces)", file=sys.stderr)
         return 2
+    if args.runs < 1:
+        print("--runs must be at least 1", file=sys.stderr)
+        return 2
+    algorithms = [cc for cc in args.algorithms.split(",") if cc]
+    kernel: list[dict[str, float]] = []
+    ratios: dict[str, list[float]] = {cc: [] for cc in algorithms}
+    results: dict[str, list[dict[str, float]]] = {cc: [] for cc in algorithms}
+    pacing: dict[str, list[dict[str, float]]] = {"normal": [], "rt": []}
     with tempfile.TemporaryDirectory(prefix="ccbench-bench-us-") as tmp, VethPair() as path:
         work = Path(tmp)
-        first = one_flow(path, "kernel", "cubic", args.duration, work)
-        results = {cc: one_flow(path, "userspace", cc, args.duration, work)
-                   for cc in args.algorithms.split(",") if cc}  # fmt: skip
-        last = one_flow(path, "kernel", "cubic", args.duration, work)
-        pacing = {mode: pacing_accuracy(path, work, realtime=mode == "rt")
-                  for mode in ("normal", "rt")}  # fmt: skip
-    baseline = (first["cpu_ns_per_byte"] + last["cpu_ns_per_byte"]) / 2
-    figure("kernel_cubic_gbps", (first["gbps"] + last["gbps"]) / 2, "Gbit/s")
-    figure("kernel_cubic_cpu_ns_per_byte", baseline, "ns")
-    figure("kernel_cubic_noise", abs(first["cpu_ns_per_byte"] - last["cpu_ns_per_byte"])
-           / baseline, "ratio", "first vs last cubic run")  # fmt: skip
-    for cc, r in results.items():
-        figure(f"userspace_{cc}_gbps", r["gbps"], "Gbit/s", ">= 1")
-        figure(f"userspace_{cc}_cpu_ns_per_byte", r["cpu_ns_per_byte"], "ns")
-        figure(f"userspace_{cc}_cpu_per_byte_vs_kernel_cubic", r["cpu_ns_per_byte"] / baseline,
-               "ratio", "<= 2")  # fmt: skip
-    for mode, r in pacing.items():
-        figure(f"pacing_10mbit_{mode}_median_gap", r["gap_us"], "us")
-        figure(f"pacing_10mbit_{mode}_gap_error_p50", r["gap_error_p50_us"], "us")
-        figure(f"pacing_10mbit_{mode}_gap_error_p99", r["gap_error_p99_us"], "us", "<= 50")
-        figure(f"pacing_10mbit_{mode}_ip_rate_ratio", r["ip_rate_ratio"], "ratio", "~1")
+        # Interleaved: kernel cubic before and after each round of userspace flows, each
+        # userspace flow's ratio against the mean of the kernel runs around it (load that
+        # comes and goes on a shared host then shows as spread, not as a bias).
+        kernel.append(one_flow(path, "kernel", "cubic", args.duration, work))
+        for _ in range(args.runs):
+            round_results = {cc: one_flow(path, "userspace", cc, args.duration, work)
+                             for cc in algorithms}  # fmt: skip
+            kernel.append(one_flow(path, "kernel", "cubic", args.duration, work))
+            around = (kernel[-2]["cpu_ns_per_byte"] + kernel[-1]["cpu_ns_per_byte"]) / 2
+            for cc, r in round_results.items():
+                results[cc].append(r)
+                ratios[cc].append(r["cpu_ns_per_byte"] / around)
+            for mode in ("normal", "rt"):
+                pacing[mode].append(pacing_accuracy(path, work, realtime=mode == "rt"))
+    figure("runs", args.runs, "count")
+    spread("kernel_cubic_gbps", [k["gbps"] for k in kernel], "Gbit/s")
+    spread("kernel_cubic_cpu_ns_per_byte", [k["cpu_ns_per_byte"] for k in kernel], "ns")
+    for cc in algorithms:
+        spread(f"userspace_{cc}_gbps", [r["gbps"] for r in results[cc]], "Gbit/s", ">= 1")
+        spread(f"userspace_{cc}_cpu_ns_per_byte", [r["cpu_ns_per_byte"] for r in results[cc]],
+               "ns")  # fmt: skip
+        spread(f"userspace_{cc}_cpu_per_byte_vs_kernel_cubic", ratios[cc], "ratio", "<= 2")
+    for mode, runs in pacing.items():
+        spread(f"pacing_10mbit_{mode}_median_gap", [r["gap_us"] for r in runs], "us")
+        spread(f"pacing_10mbit_{mode}_gap_error_p50", [r["gap_error_p50_us"] for r in runs], "us")
+        spread(f"pacing_10mbit_{mode}_gap_error_p99", [r["gap_error_p99_us"] for r in runs], "us",
+               "<= 50")  # fmt: skip
+        spread(f"pacing_10mbit_{mode}_ip_rate_ratio", [r["ip_rate_ratio"] for r in runs],
+               "ratio", "~1")  # fmt: skip
+        spread(f"pacing_10mbit_{mode}_sender_cpu_share", [r["sender_cpu_share"] for r in runs],
+               "ratio", "of one CPU")  # fmt: skip
     return 0
 
 

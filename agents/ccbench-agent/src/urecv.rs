@@ -7,7 +7,7 @@ use crate::args::MonitorArgs;
 use ccbench_cc::Config;
 use ccbench_common::{stop_requested, unix_now, AgentError};
 use ccbench_transport::receiver::FlowReceiver;
-use ccbench_transport::udp::{self, Socket, MAX_GSO_SEGMENTS};
+use ccbench_transport::udp::{Socket, Waiter, MAX_GSO_SEGMENTS};
 use ccbench_transport::wire::{self, Packet};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
@@ -170,6 +170,7 @@ pub fn run(args: URecvArgs) -> Result<(), AgentError> {
     );
     std::io::stdout().flush()?;
 
+    let mut waiter = Waiter::new();
     let clock = Instant::now();
     let interval = args.monitor.output.interval();
     let until = args.monitor.until(clock);
@@ -316,7 +317,7 @@ pub fn run(args: URecvArgs) -> Result<(), AgentError> {
         .into_iter()
         .flatten()
         .min();
-        udp::wait(socket.fd(), wake, Duration::from_millis(50));
+        waiter.wait(socket.fd(), wake, Duration::from_millis(50));
     }
     out.flush()?;
     Ok(())

@@ -1,7 +1,7 @@
 //! `ccbench-agent usend`: one flow over ccbench's userspace UDP transport, driven by a
 //! `ccbench_cc` controller (or at a constant rate with `--cbr-rate-bps`). One thread: receive
 //! ACKs, run timers, log, send what the state machine allows (GSO batches), then wait (ppoll,
-//! with a spin for the last microseconds before a pacing deadline).
+//! with a spin before a pacing deadline as long as the thread's wake-ups are late: `Waiter`).
 
 use crate::args::FlowArgs;
 use ccbench_cc::{Config, Controller};
@@ -10,7 +10,7 @@ use ccbench_common::{round_us, stop_requested, unix_now, AgentError};
 use ccbench_transport::cbr::ConstantRate;
 use ccbench_transport::defaults;
 use ccbench_transport::sender::{LossKind, Poll, Sender, SenderConfig, Transmit};
-use ccbench_transport::udp::{self, Socket, MAX_GSO_BYTES, MAX_GSO_SEGMENTS};
+use ccbench_transport::udp::{self, Socket, Waiter, MAX_GSO_BYTES, MAX_GSO_SEGMENTS};
 use ccbench_transport::{pattern, wire};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -275,7 +275,12 @@ enum Phase {
     Draining,
 }
 
-fn handshake(socket: &mut Socket, flow: u32, hello: &Value) -> Result<Duration, AgentError> {
+fn handshake(
+    socket: &mut Socket,
+    waiter: &mut Waiter,
+    flow: u32,
+    hello: &Value,
+) -> Result<Duration, AgentError> {
     let clock = Instant::now();
     let mut buf = vec![0u8; 65536];
     let text = hello.to_string();
@@ -300,7 +305,7 @@ fn handshake(socket: &mut Socket, flow: u32, hello: &Value) -> Result<Duration, 
             if stop_requested() {
                 return Err(AgentError::runtime("stopped before the receiver answered"));
             }
-            udp::wait(socket.fd(), Some(deadline), Duration::from_millis(50));
+            waiter.wait(socket.fd(), Some(deadline), Duration::from_millis(50));
             while let Some(rx) = socket.recv(&mut buf)? {
                 for datagram in buf[..rx.len].chunks(rx.segment) {
                     if let Ok(wire::Packet::HelloAck(answer)) = wire::decode(datagram) {
@@ -356,10 +361,10 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
         AgentError::runtime(format!("cannot open a UDP socket to {}: {e}", args.dst))
     })?;
     let local = socket.local_addr()?;
-    udp::set_fine_timer_slack();
+    let mut waiter = Waiter::new();
     args.flow.wait_for_start()?;
     let flow_id = args.flow.flow_id;
-    let handshake_rtt = handshake(&mut socket, flow_id, &hello)?;
+    let handshake_rtt = handshake(&mut socket, &mut waiter, flow_id, &hello)?;
 
     let mut sender = Sender::new(config, controller);
     sender.seed_rtt(handshake_rtt);
@@ -484,12 +489,19 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
         .into_iter()
         .flatten()
         .min();
-        udp::wait(socket.fd(), wake, Duration::from_millis(50));
+        waiter.wait(socket.fd(), wake, Duration::from_millis(50));
     }
     let end_ts = end_ts.unwrap_or_else(unix_now);
     let offered = traffic.available((Instant::now() - origin).as_secs_f64());
     let complete = sender.all_resolved();
-    let fin_acked = finish(&mut socket, &mut sender, flow_id, origin, complete)?;
+    let fin_acked = finish(
+        &mut socket,
+        &mut waiter,
+        &mut sender,
+        flow_id,
+        origin,
+        complete,
+    )?;
     writeln!(out, "{}", transport_line(&sender, flow_id, args.mss))?;
     let stats = sender.stats();
     let summary = json!({
@@ -529,6 +541,7 @@ fn write_loss(
 /// whether the receiver answered.
 fn finish(
     socket: &mut Socket,
+    waiter: &mut Waiter,
     sender: &mut Sender,
     flow: u32,
     origin: Instant,
@@ -556,7 +569,7 @@ fn finish(
         }
         let next = (Instant::now() + retry).min(give_up);
         while Instant::now() < next {
-            udp::wait(socket.fd(), Some(next), Duration::from_millis(50));
+            waiter.wait(socket.fd(), Some(next), Duration::from_millis(50));
             while let Some(rx) = socket.recv(&mut rbuf)? {
                 for datagram in rbuf[..rx.len].chunks(rx.segment.max(1)) {
                     match wire::decode(datagram) {

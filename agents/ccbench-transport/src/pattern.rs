@@ -11,21 +11,16 @@ fn base(flow: u32, seq: u64) -> u64 {
 
 /// Fills `buf` with the payload of packet `seq`.
 pub fn fill(flow: u32, seq: u64, buf: &mut [u8]) {
-    let start = base(flow, seq);
+    // Word i is start + i·GOLDEN: a running sum, one add per word (no multiply).
+    let mut w = base(flow, seq);
     let mut chunks = buf.chunks_exact_mut(8);
-    let mut i = 0u64;
     for chunk in &mut chunks {
-        chunk.copy_from_slice(&word(start, i).to_le_bytes());
-        i += 1;
+        chunk.copy_from_slice(&w.to_le_bytes());
+        w = w.wrapping_add(GOLDEN);
     }
     let rest = chunks.into_remainder();
     let n = rest.len();
-    rest.copy_from_slice(&word(start, i).to_le_bytes()[..n]);
-}
-
-#[inline(always)]
-fn word(start: u64, i: u64) -> u64 {
-    start.wrapping_add(i.wrapping_mul(GOLDEN))
+    rest.copy_from_slice(&w.to_le_bytes()[..n]);
 }
 
 /// The offset of the first byte of `buf` that is not the payload of packet `seq`, if any.
@@ -34,12 +29,13 @@ pub fn first_mismatch(flow: u32, seq: u64, buf: &[u8]) -> Option<usize> {
     // A branch-free pass (it vectorizes) says whether anything differs; only then look where.
     let mut chunks = buf.chunks_exact(8);
     let mut diff = 0u64;
-    for (i, chunk) in (&mut chunks).enumerate() {
-        diff |= u64::from_le_bytes(chunk.try_into().unwrap()) ^ word(start, i as u64);
+    let mut w = start;
+    for chunk in &mut chunks {
+        diff |= u64::from_le_bytes(chunk.try_into().unwrap()) ^ w;
+        w = w.wrapping_add(GOLDEN);
     }
-    let full = buf.len() / 8;
     let rest = chunks.remainder();
-    let tail = word(start, full as u64).to_le_bytes();
+    let tail = w.to_le_bytes();
     if diff == 0 && rest == &tail[..rest.len()] {
         return None;
     }
