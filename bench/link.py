@@ -45,10 +45,14 @@ def label(rate_bps: float) -> str:
     return f"{rate_bps / 1e9:g}gbit" if rate_bps >= 1e9 else f"{rate_bps / 1e6:g}mbit"
 
 
-def measure(rate_bps: float, duration_s: float, work: Path) -> None:
+def one_flow_run(
+    rate_bps: float, duration_s: float, work: Path, run_name: str, mode: str = "auto", seed: int = 1
+) -> tuple[ExperimentSpec, Path, str]:
+    """One kernel cubic flow through the emulated bottleneck, run in the sandbox; returns the
+    spec, the run directory and the emulator mode the plan chose."""
     spec = ExperimentSpec.model_validate(
         {
-            "name": f"bench-link-{label(rate_bps)}",
+            "name": f"bench-link-{run_name}",
             "topology": {
                 "kind": "dumbbell",
                 "bottleneck": {
@@ -56,22 +60,28 @@ def measure(rate_bps: float, duration_s: float, work: Path) -> None:
                     "delay": f"{DELAY_S:g}s",
                     "buffer": "1bdp",
                     "link_mechanism": "emulator",
+                    "emulator_mode": mode,
                 },
             },
             "flows": [{"algorithm": "cubic"}],
             "duration": f"{duration_s:g}s",
             "measurement": {"skip_start": f"{min(2.0, duration_s / 4):g}s"},
-            "seed": 1,
+            "seed": seed,
         }
     )
-    run_dir = work / label(rate_bps)
+    run_dir = work / run_name
     run_dir.mkdir()
     plan = plan_for_spec(spec, run_id=run_dir.name, out_dir=run_dir, settings=get_settings())
     result = MininetTestbed().run(
         plan, events=lambda _e: None, cancel=lambda: False, deadline_s=duration_s + 60
     )
     if result.status != "done":
-        raise SystemExit(f"{label(rate_bps)}: the run failed: {result.describe()}")
+        raise SystemExit(f"{run_name}: the run failed: {result.describe()}")
+    return spec, run_dir, plan.emulator_mode
+
+
+def measure(rate_bps: float, duration_s: float, work: Path) -> None:
+    spec, run_dir, _ = one_flow_run(rate_bps, duration_s, work, label(rate_bps))
     analysis = analyze_run(run_dir, spec)
     flow = analysis.flows[0]
     _, records = read_packet_log(run_dir / "link-0-data.bin")
@@ -112,33 +122,9 @@ def fast_run(
     """One run of a fast link: the delivered rate while backlogged (log) and the receiver's
     goodput as ratios to the configured rate, the emulators' CPU per Gbit of goodput, the
     packets per verdict at the bottleneck and the p99 release lateness (ms)."""
-    spec = ExperimentSpec.model_validate(
-        {
-            "name": f"bench-link-fast-{label(rate_bps)}",
-            "topology": {
-                "kind": "dumbbell",
-                "bottleneck": {
-                    "rate": f"{rate_bps:g}bit",
-                    "delay": f"{DELAY_S:g}s",
-                    "buffer": "1bdp",
-                    "link_mechanism": "emulator",
-                    "emulator_mode": mode,
-                },
-            },
-            "flows": [{"algorithm": "cubic"}],
-            "duration": f"{duration_s:g}s",
-            "measurement": {"skip_start": f"{min(2.0, duration_s / 4):g}s"},
-            "seed": run + 1,
-        }
+    spec, run_dir, used_mode = one_flow_run(
+        rate_bps, duration_s, work, f"fast-{label(rate_bps)}-{run}", mode, seed=run + 1
     )
-    run_dir = work / f"fast-{label(rate_bps)}-{run}"
-    run_dir.mkdir()
-    plan = plan_for_spec(spec, run_id=run_dir.name, out_dir=run_dir, settings=get_settings())
-    result = MininetTestbed().run(
-        plan, events=lambda _e: None, cancel=lambda: False, deadline_s=duration_s + 60
-    )
-    if result.status != "done":
-        raise SystemExit(f"fast {label(rate_bps)}: the run failed: {result.describe()}")
     goodput = analyze_run(run_dir, spec).flows[0].goodput_bps or 0.0
     start = json.loads((run_dir / "provenance.json").read_text())["start_ts"]
     window = (start + spec.measurement.skip_start, start + duration_s)
@@ -147,7 +133,7 @@ def fast_run(
     stats = {d: json.loads((run_dir / f"link-0-{d}.json").read_text()) for d in ("data", "ack")}
     cpu_s = stats["data"]["cpu_s"] + stats["ack"]["cpu_s"]
     gbit = goodput * (duration_s - spec.measurement.skip_start) / 1e9
-    print(f"fast {label(rate_bps)} run {run}: mode {plan.emulator_mode}, busy "
+    print(f"fast {label(rate_bps)} run {run}: mode {used_mode}, busy "
           f"{(busy or 0) / 1e9:.3f} Gbit/s, goodput {goodput / 1e9:.3f} Gbit/s, emulator CPU "
           f"{cpu_s:.2f} s, {stats['data']['segments']} packets in {stats['data']['packets']} "
           f"verdicts", file=sys.stderr)  # fmt: skip
