@@ -142,6 +142,39 @@ def test_emulator_red_queue_from_the_packet_log(tmp_path: Path) -> None:
     assert HostState.capture().leftovers_since(before) == []
 
 
+def test_bottleneck_jitter_is_timed_against_each_packets_own_schedule(tmp_path: Path) -> None:
+    """With jitter every packet has its own release time (departure + delay + its draw, never
+    before the packet ahead): the emulator's timing check measures lateness against that, not
+    against delay + jitter / 2, so a jittered link passes it; and the emulator spins to each
+    release after waking early (its counters say how long)."""
+    before = HostState.capture()
+    spec = spec_with(**{"topology.bottleneck.jitter": "4ms"})
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    analysis = analyze_run(tmp_path, spec)
+    checks = {c.name: c for c in analysis.summary.checks}
+    assert all(c.ok for c in checks.values()), checks
+    _, log = read_packet_log(tmp_path / "link-0-data.bin")
+    data = np.asarray(log)
+    data = data[data["fate"] == 0]
+    due = data["due_us"].astype(np.int64)
+    held = due - data["departure_us"].astype(np.int64) - 20_000
+    # Draws spread over [0, 4 ms] (more only behind a later-drawn packet ahead), never reordered.
+    assert held.min() >= 0 and np.percentile(held, 10) < 1000 and np.percentile(held, 90) > 3000
+    assert np.all(np.diff(due) >= 0)
+    late = data["release_us"].astype(np.int64) - due
+    assert late.min() >= 0
+    # Measured against delay + jitter / 2 instead, about half the packets would count as more
+    # than 1 ms late or early.
+    against_mean = data["release_us"].astype(np.int64) - data["departure_us"] - 20_000 - 2000
+    assert np.mean(np.abs(against_mean) > 1000) > 0.25
+    stats = json.loads((tmp_path / "link-0-data.json").read_text())
+    assert stats["config"]["jitter_us"] == 4000
+    assert stats["spin"]["us"] == 60 and stats["spin"]["count"] > 0
+    assert 0 < stats["spin"]["cpu_s"] <= stats["cpu_s"]
+    assert HostState.capture().leftovers_since(before) == []
+
+
 def test_demanding_netem_without_netem_fails_clearly(tmp_path: Path) -> None:
     spec = spec_with(
         **{
