@@ -145,8 +145,7 @@ def test_emulator_red_queue_from_the_packet_log(tmp_path: Path) -> None:
 def test_bottleneck_jitter_is_timed_against_each_packets_own_schedule(tmp_path: Path) -> None:
     """With jitter every packet has its own release time (departure + delay + its draw, never
     before the packet ahead): the emulator's timing check measures lateness against that, not
-    against delay + jitter / 2, so a jittered link passes it; and the emulator spins to each
-    release after waking early (its counters say how long)."""
+    against delay + jitter / 2, so a jittered link passes it."""
     before = HostState.capture()
     spec = spec_with(**{"topology.bottleneck.jitter": "4ms"})
     result, _ = run(spec, tmp_path)
@@ -170,8 +169,6 @@ def test_bottleneck_jitter_is_timed_against_each_packets_own_schedule(tmp_path: 
     assert np.mean(np.abs(against_mean) > 1000) > 0.25
     stats = json.loads((tmp_path / "link-0-data.json").read_text())
     assert stats["config"]["jitter_us"] == 4000
-    assert stats["spin"]["us"] == 60 and stats["spin"]["count"] > 0
-    assert 0 < stats["spin"]["cpu_s"] <= stats["cpu_s"]
     assert HostState.capture().leftovers_since(before) == []
 
 

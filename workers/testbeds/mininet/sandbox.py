@@ -166,7 +166,8 @@ class Sandbox:
                 {"node": node, "cmd": f"ip {line}", "rc": proc.returncode, "batch": "ip -batch"}
                 for line in lines
             )
-        self.say(f"[{node}] ip -batch: {'; '.join(lines)} -> {proc.returncode} {err.strip()}")
+        commands = "; ".join(f"ip {line}" for line in lines)  # as one would type each
+        self.say(f"[{node}] ip -batch: {commands} -> {proc.returncode} {err.strip()}")
         if proc.returncode != 0:
             raise SandboxError(f"on {node}: `ip -batch` failed: {err.strip() or out.strip()}")
 
