@@ -193,7 +193,7 @@ def test_a_worker_packs_runs_within_its_budget_and_records_who_ran_beside(
         assert record["cost_cores"] == pytest.approx(cost, rel=1e-3)
         assert record["budget_cores"] == pytest.approx(budget, rel=1e-3)
         assert row.finished_at is not None
-        intervals[row.id] = (record["admitted_at"], row.finished_at.timestamp())
+        intervals[row.id] = (record["admitted_at"], record["released_at"])
     # At each moment a run was admitted, the runs then running (by their recorded intervals,
     # which lie inside the time they held the budget) cost no more than the budget.
     peak = 0

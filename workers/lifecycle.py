@@ -315,7 +315,8 @@ def _read_provenance(c: Claim) -> dict[str, Any]:
     provenance["software"] = software(get_settings().agents_dir)
     provenance["seed"] = c.spec.seed
     if c.admission is not None:
-        provenance["packing"] = {**c.admission.record(), "load_reruns": c.earlier}
+        # The run's work is over (its sandbox is gone): the budget is free for the next run.
+        provenance["packing"] = {**c.admission.release_and_record(), "load_reruns": c.earlier}
     if c.run_dir.is_dir():
         missing = c.uploads.everything()  # before the final state: then the API has the files
         if missing:

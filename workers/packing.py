@@ -119,15 +119,21 @@ class Admission:
             held = entries.get("holders", {}).get(_key(self.run_id), {})
             return sorted(held.get("beside", []))
 
-    def record(self) -> dict[str, Any]:
-        """What the run's provenance says of its packing."""
-        beside = self.beside()
+    def release_and_record(self) -> dict[str, Any]:
+        """Release the budget and say what the run's provenance records of its packing: the
+        runs beside it are those that held the budget while it did, up to this release (one
+        ledger change, so a run admitted later is never beside it, nor missed)."""
+        with self.ledger.file.open() as entries:
+            held = entries.get("holders", {}).pop(_key(self.run_id), {})
+            beside = sorted(held.get("beside", []))
+            released_at = time.time()
         return {
             "cost_cores": round(self.cost_cores, 4),
             "budget_cores": round(self.budget_cores, 4),
             "exclusive": self.exclusive,
             "waited_s": round(self.admitted_at - self.asked_at, 3),
             "admitted_at": self.admitted_at,
+            "released_at": released_at,
             "runs_beside": len(beside),
             "beside": beside,
         }
