@@ -4,7 +4,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -70,6 +70,17 @@ class Settings(BaseSettings):
     pack_ledger: Path | None = None
     pack_wait_s: float = Field(default=300.0, ge=0.0)
     pack_load_reruns: int = Field(default=1, ge=0, le=5)
+
+    @model_validator(mode="after")
+    def _a_waiting_run_is_not_presumed_lost(self) -> "Settings":
+        # A run waiting for room holds its message; past dispatch_lease_s the dispatcher would
+        # send it again while it still waits.
+        if self.pack_wait_s >= self.dispatch_lease_s:
+            raise ValueError(
+                f"pack_wait_s ({self.pack_wait_s:g} s) must be below dispatch_lease_s "
+                f"({self.dispatch_lease_s:g} s): a run still waiting for room would be sent again"
+            )
+        return self
 
     # Encrypts secrets at rest (hosts' SSH private keys): a Fernet key (32 url-safe base64
     # bytes, `ccbench admin secret-key` prints a new one). Empty: the embedded default, a key

@@ -3,8 +3,11 @@ includes the hosts testbed's provisioning allowance) before Celery's soft and ha
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from ccbench.jobs import FINISH_ALLOWANCE_S, TESTBED_ALLOWANCE_S, run_budget, spec_budget
-from ccbench.settings import get_settings
+from ccbench.settings import Settings, get_settings
 
 
 def test_celery_limits_come_after_the_tasks_own_deadline() -> None:
@@ -20,3 +23,9 @@ def test_celery_limits_come_after_the_tasks_own_deadline() -> None:
         assert budget.deadline_s < budget.soft_limit_s < budget.hard_limit_s
     stored = {"duration": 20.0, "testbed": {"kind": "hosts"}}
     assert spec_budget(stored, settings) == hosts
+
+
+def test_a_packing_wait_as_long_as_the_dispatch_lease_is_refused() -> None:
+    with pytest.raises(ValidationError, match="pack_wait_s .* must be below dispatch_lease_s"):
+        Settings(pack_wait_s=600.0, dispatch_lease_s=600.0)
+    assert Settings(pack_wait_s=599.0, dispatch_lease_s=600.0).pack_wait_s == 599.0
