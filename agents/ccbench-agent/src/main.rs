@@ -64,6 +64,20 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
+    /// A send command line with only its required flags.
+    const SEND_REQUIRED: [&str; 10] = [
+        "ccbench-agent",
+        "send",
+        "--dst",
+        "10.2.1.1:5001",
+        "--cc",
+        "reno",
+        "--duration-s",
+        "20",
+        "--out",
+        "send.jsonl",
+    ];
+
     #[test]
     fn the_cli_definition_is_consistent() {
         Cli::command().debug_assert();
@@ -103,18 +117,7 @@ mod tests {
 
     #[test]
     fn a_start_time_comes_from_the_flag_or_from_stdin_never_both() {
-        let base = [
-            "ccbench-agent",
-            "send",
-            "--dst",
-            "10.2.1.1:5001",
-            "--cc",
-            "reno",
-            "--duration-s",
-            "2",
-            "--out",
-            "send.jsonl",
-        ];
+        let base = SEND_REQUIRED;
         let cli = Cli::try_parse_from(base.iter().chain(&["--start-at-from-stdin"])).unwrap();
         let Command::Send(send::SendArgs { flow, .. }) = cli.command else {
             panic!("not send");
@@ -126,18 +129,7 @@ mod tests {
 
     #[test]
     fn send_takes_the_traffic_flags_and_defaults_to_bulk() {
-        let base = [
-            "ccbench-agent",
-            "send",
-            "--dst",
-            "10.2.1.1:5001",
-            "--cc",
-            "reno",
-            "--duration-s",
-            "20",
-            "--out",
-            "send.jsonl",
-        ];
+        let base = SEND_REQUIRED;
         let traffic_of = |extra: &[&str]| {
             let args: Vec<&str> = base.iter().chain(extra).copied().collect();
             match Cli::try_parse_from(args).unwrap().command {
