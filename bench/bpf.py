@@ -11,7 +11,8 @@ over an unshaped veth pair between two network namespaces, per controller:
   task it runs in, and on an unshaped veth pair it runs in the sender's and receiver's own
   system calls. Behind a shaper (tbf) the queue is released from a timer interrupt and the
   delivery and ACK processing run in whatever task that interrupts, mostly the idle task: at
-  2 Gbit/s the flow's processes were charged 0.34-0.41 s of the host's 0.58-0.59 s busy time;
+  2 Gbit/s the flow's processes were charged 0.34-0.41 s of the host's 0.58-0.59 s busy time.
+  The paced controllers have that gap here too: what the pacing timer sends is not counted;
 - its ratio to built-in reno. Each round runs every controller once and built-in reno three
   times, all in a shuffled order (seeded), so a drift of the machine's speed or load favours no
   one: two reno runs are the round's baseline (their mean), the third ("reno_control") is
