@@ -519,9 +519,21 @@ def evaluate(
 def covers(
     report: ExperimentReport, claim: Claim, file: str, matrix: MatrixSpec | None = None
 ) -> bool:
-    """Whether a report of template `file` has runs at every point the claim reads there (and,
-    given the template, the same axes: a report of an older version of it is not read)."""
+    """Whether a report of template `file` has runs at every point the claim reads there: at
+    each side's `where`, and in the claim's own template at a value of each axis it holds at
+    each value of (so a newer experiment of the template submitted for other claims, e.g. `--claim`
+    of another flow count, is passed over). Given the template, also the same axes: a report
+    of an older version of it is not read."""
     if matrix is not None and set(report.axes) != {axis.path for axis in matrix.axes}:
+        return False
+    if file == claim.template and not all(
+        any(
+            path in run.axis_values
+            and (chosen is None or _matching([run.axis_values[path]], chosen))
+            for run in report.runs
+        )
+        for path, chosen in claim.each.items()
+    ):
         return False
     return all(_point_runs(report, side.where) for side in _sides_in(claim, file))
 

@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from ccbench.reproduce import (
     ReproduceError,
     axis_value_matches,
+    covers,
     evaluate,
     flow_mix,
     load_seed,
@@ -271,6 +272,24 @@ def test_flow_metrics_each_value_and_numbers() -> None:
         (0.75, 0.75, True),
         (0.9, 0.75, True),
     ]
+
+
+def test_report_reads_the_newest_experiment_with_runs_at_the_claims_each_values() -> None:
+    """`--report` searches a template's experiments newest first for one that covers a claim:
+    a newer one submitted for another claim (`--claim` of another flow count) has none of the
+    claim's `each` values and is passed over."""
+    flows = "flows"
+    matrix = _matrix((flows, [10, 30, 50]))
+    ten = _claim(measure={"metric": "jain_index"}, op=">=", than=0.9, each={flows: [10]})
+    any_count = _claim(measure={"metric": "jain_index"}, op=">=", than=0.9, each=[flows])
+    older = _report([_run(0, {flows: 10}, "done", [("reno", 1.0)], jain_index=0.95)], "e1")
+    newer = _report([_run(2, {flows: 50}, "failed", [("reno", 1.0)], jain_index=None)], "e2")
+    older, newer = (r.model_copy(update={"axes": [flows]}) for r in (older, newer))
+    assert covers(older, ten, "t.yaml", matrix) and not covers(newer, ten, "t.yaml", matrix)
+    assert covers(newer, any_count, "t.yaml", matrix)  # no list of its own: any value
+    # Another template's report is read at the sides' `where` only.
+    assert covers(newer, ten, "u.yaml")
+    assert evaluate(ten, {"t.yaml": older}, {"t.yaml": matrix}).holds is True
 
 
 def test_a_claim_may_compare_two_templates() -> None:
