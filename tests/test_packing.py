@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +79,66 @@ def test_a_run_that_finds_no_room_in_time_gives_up_its_place(tmp_path: Path) -> 
     ledger = packing.PackingLedger(tmp_path / "packing.json")
     assert ledger.admit("a", 1.0, 1.0, exclusive=False, wait_s=0) is not None
     assert ledger.admit("b", 0.5, 1.0, exclusive=False, wait_s=0.3, poll_s=0.05) is None
+    assert ledger_entries(ledger)["waiting"] == {}
+
+
+def test_a_run_no_longer_wanted_gives_up_its_place_when_next_asked(tmp_path: Path) -> None:
+    ledger = packing.ledger_at(tmp_path / "packing.json")
+    assert ledger.admit("a", 1.0, 1.0, exclusive=False, wait_s=0) is not None
+    asked: list[float] = []
+
+    def still_wanted() -> bool:
+        asked.append(time.monotonic())
+        return len(asked) < 3
+
+    gave_up = ledger.admit("b", 0.5, 1.0, exclusive=False, wait_s=600, poll_s=0.01,
+                           still_wanted=still_wanted, ask_every_s=0.05)  # fmt: skip
+    assert gave_up is None and len(asked) == 3
+    assert ledger_entries(ledger)["waiting"] == {}  # nobody waits behind it any more
+
+
+@pytest.mark.services
+def test_a_run_waiting_for_room_is_cancelled_with_its_experiment(
+    tmp_path: Path, client: TestClient, team_token: tuple[str, str]
+) -> None:
+    """A queued run waits for the host's budget (another run holds all of it); its experiment
+    is cancelled meanwhile (the API cancels its queued runs at once): the wait ends within a
+    second or so, the run no longer queued, not after pack_wait_s with its place held."""
+    from ccbench.settings import Settings
+    from workers import lifecycle
+
+    cancel_leftover_runs()
+    settings = Settings(pack_ledger=tmp_path / "packing.json", pack_wait_s=120)
+    ledger = packing.host_ledger(settings)
+    holder = ledger.admit("other", 99.0, 1.0, exclusive=True, wait_s=0)
+    assert holder is not None
+    _, token = team_token
+    headers = {"Authorization": f"Bearer {token}"}
+    [run_id] = submit(client, token, submission(RATE, DURATION, FLOWS, "packing-cancel"))
+    with session_scope() as session:
+        experiment_id = session.get(Run, run_id).experiment_id  # type: ignore[union-attr]
+    outcome: list[str] = []
+
+    def wait_for_room() -> None:
+        outcome.append(str(lifecycle.admit(run_id, settings)))
+
+    waiting = threading.Thread(target=wait_for_room)
+    waiting.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not ledger_entries(ledger).get("waiting"):
+            assert time.monotonic() < deadline, "the run never asked for room"
+            time.sleep(0.05)
+        cancelled = client.post(f"/v1/experiments/{experiment_id}/cancel", headers=headers)
+        assert cancelled.is_success, cancelled.text
+        waiting.join(timeout=60)  # pack_wait_s is 120 s: ended by the cancellation
+        assert not waiting.is_alive()
+    finally:
+        holder.release()
+        waiting.join(timeout=60)
+    assert outcome == ["not queued"]
+    with session_scope() as session:
+        assert session.get(Run, run_id).status == "cancelled"  # type: ignore[union-attr]
     assert ledger_entries(ledger)["waiting"] == {}
 
 

@@ -213,21 +213,29 @@ def admit(
     "no room": it did not fit within settings.pack_wait_s and goes back to the dispatcher (its
     message is spent). "not queued" and "cancelled" (its experiment is being cancelled): it
     needs no room."""
+    state = _queued_state(run_id)
+    if state != "queued":
+        return state
     with session_scope() as session:
         run = session.get(Run, run_id)
-        if run is None or run.status != RunStatus.queued.value:
+        if run is None:
             return "not queued"
-        experiment = session.get(Experiment, run.experiment_id)
-        if experiment is None or experiment.cancel_requested_at is not None:
-            return "cancelled"
         spec = ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS)
         exclusive = run.load_reruns > 0
     cost = packing.predicted_cost_cores(spec)
     budget = packing.budget_cores(settings)
     admission = packing.host_ledger(settings).admit(
-        run_id, cost, budget, exclusive=exclusive, wait_s=settings.pack_wait_s
+        run_id,
+        cost,
+        budget,
+        exclusive=exclusive,
+        wait_s=settings.pack_wait_s,
+        still_wanted=lambda: _queued_state(run_id) == "queued",
     )
     if admission is None:
+        state = _queued_state(run_id)
+        if state != "queued":  # cancelled or taken elsewhere while it waited
+            return state
         log.warning("run %s (%.3f cores) found no room in %.0f s: back to the dispatcher",
                     run_id, cost, settings.pack_wait_s)  # fmt: skip
         with session_scope() as session:
@@ -239,6 +247,19 @@ def admit(
             )
         return "no room"
     return admission
+
+
+def _queued_state(run_id: str) -> Literal["queued", "not queued", "cancelled"]:
+    """Whether the run is still queued to run: "cancelled" when its experiment is being
+    cancelled, "not queued" when it is gone or no longer queued."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.status != RunStatus.queued.value:
+            return "not queued"
+        experiment = session.get(Experiment, run.experiment_id)
+        if experiment is None or experiment.cancel_requested_at is not None:
+            return "cancelled"
+        return "queued"
 
 
 def _execute(c: Claim, settings: Settings) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -196,12 +196,23 @@ class PackingLedger:
         exclusive: bool,
         wait_s: float,
         poll_s: float = 0.2,
+        still_wanted: Callable[[], bool] = lambda: True,
+        ask_every_s: float = 1.0,
     ) -> Admission | None:
-        """Wait (at most `wait_s`) until the run fits; None if it did not in time."""
+        """Wait (at most `wait_s`) until the run fits; None if it did not in time, or as soon as
+        `still_wanted` (asked every `ask_every_s`) says the run is no longer to be run, so that
+        a cancelled run does not keep its place ahead of the runs behind it."""
         asked_at = time.time()
         deadline = time.monotonic() + wait_s
+        next_ask = time.monotonic() + ask_every_s
         while not self.try_admit(run_id, cost, budget, exclusive, asked_at):
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= next_ask:
+                next_ask = now + ask_every_s
+                if not still_wanted():
+                    self.give_up(run_id)
+                    return None
+            if now >= deadline:
                 self.give_up(run_id)
                 return None
             time.sleep(poll_s)
