@@ -13,7 +13,8 @@ with one kernel-TCP cubic flow through a 20 ms one-way delay and a 1 BDP drop-ta
   release, `due_us`) at 10 and 100 Mbit/s on an idle host and while busy loops started by this
   bench keep every CPU 80% busy (normal priority, as other runs' processes would), the median
   over several interleaved runs with its spread (min, max), with the emulator's wake-up
-  diagnostics and its CPU per packet.
+  diagnostics, its CPU per packet, and where the releases more than 100 µs late lost their
+  time (shares of that tail's lateness: timer interrupt late, waiting for a CPU, busy).
 
     make bench-link                       # 10 Mbit/s, 100 Mbit/s, 1 Gbit/s, 10 s each; 5 Gbit/s x3
     python -m bench.link --rates 10Mbit --duration 5 --fast-runs 0
@@ -180,36 +181,6 @@ def measure_fast(rate_bps: float, duration_s: float, mode: str, runs: int, work:
         figure(f"{name}_max", max(values) if values else None, unit)
 
 
-def run_link(rate_bps: float, duration_s: float, run_dir: Path) -> ExperimentSpec:
-    """One kernel-TCP cubic flow through the emulated dumbbell into `run_dir`."""
-    spec = ExperimentSpec.model_validate(
-        {
-            "name": f"bench-link-{label(rate_bps)}",
-            "topology": {
-                "kind": "dumbbell",
-                "bottleneck": {
-                    "rate": f"{rate_bps:g}bit",
-                    "delay": f"{DELAY_S:g}s",
-                    "buffer": "1bdp",
-                    "link_mechanism": "emulator",
-                },
-            },
-            "flows": [{"algorithm": "cubic"}],
-            "duration": f"{duration_s:g}s",
-            "measurement": {"skip_start": f"{min(2.0, duration_s / 4):g}s"},
-            "seed": 1,
-        }
-    )
-    run_dir.mkdir()
-    plan = plan_for_spec(spec, run_id=run_dir.name, out_dir=run_dir, settings=get_settings())
-    result = MininetTestbed().run(
-        plan, events=lambda _e: None, cancel=lambda: False, deadline_s=duration_s + 60
-    )
-    if result.status != "done":
-        raise SystemExit(f"{label(rate_bps)}: the run failed: {result.describe()}")
-    return spec
-
-
 def _busy_loop(share: float, period_s: float) -> None:
     """Keep one CPU busy `share` of every period until killed."""
     while True:
@@ -242,7 +213,7 @@ def timing_sample(rate_bps: float, duration_s: float, run_dir: Path) -> dict[str
     """One run's release timing: p99 lateness from the packet log (against each packet's own
     schedule), the forward emulator's wake-up diagnostics, CPU per packet (both directions),
     and how busy the host was."""
-    spec = run_link(rate_bps, duration_s, run_dir)
+    spec, run_dir, _ = one_flow_run(rate_bps, duration_s, run_dir.parent, run_dir.name)
     _, records = read_packet_log(run_dir / "link-0-data.bin")
     start = records["arrival_us"][0] / 1e6 + spec.measurement.skip_start
     end = start + duration_s - spec.measurement.skip_start
@@ -255,6 +226,11 @@ def timing_sample(rate_bps: float, duration_s: float, run_dir: Path) -> dict[str
     packets = stats["data"]["packets"] + stats["ack"]["packets"]
     spin_s = sum((stats[d].get("spin") or {}).get("cpu_s", 0.0) for d in ("data", "ack"))
     late = q["release_late_us_p99"]
+    # The forward emulator's releases later than its LATE_NOTE_US (100 µs), their lateness
+    # split by where it was: asleep past the release time (timer), woken but without a CPU
+    # (run delay), or in its own loop (busy): shares of that tail's lateness.
+    causes = data.get("late_causes") or {}
+    tail_us = sum(causes.get(f"{k}_us", 0) for k in ("timer", "run_delay", "busy"))
     return {
         "late_p99_ms": late / 1e3 if late is not None else None,
         "wake_late_p99_us": (wakeups.get("late") or {}).get("us_p99"),
@@ -262,6 +238,11 @@ def timing_sample(rate_bps: float, duration_s: float, run_dir: Path) -> dict[str
         "cpu_per_packet_us": 1e6 * cpu_s / max(packets, 1),
         "spin_per_packet_us": 1e6 * spin_s / max(packets, 1),
         "host_busy": provenance.get("host_cpu_busy"),
+        "late_tail_per_packet": causes.get("count", 0) / max(stats["data"]["packets"], 1),
+        **{
+            f"late_tail_{k}_share": causes.get(f"{k}_us", 0) / tail_us if tail_us else None
+            for k in ("timer", "run_delay", "busy")
+        },
     }
 
 
@@ -289,6 +270,10 @@ def timing(rates: list[float], runs: int, duration_s: float, work: Path) -> None
             ("cpu_per_packet_us", "us", None),
             ("spin_per_packet_us", "us", None),
             ("host_busy", "ratio", None),
+            ("late_tail_per_packet", "ratio", None),
+            ("late_tail_timer_share", "ratio", None),
+            ("late_tail_run_delay_share", "ratio", None),
+            ("late_tail_busy_share", "ratio", None),
         ):
             seen = [v for v in (s[key] for s in values) if v is not None]
             name = f"{key}_{label(rate)}_{load}"
