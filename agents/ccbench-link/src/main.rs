@@ -144,14 +144,31 @@ struct RunArgs {
     /// woken emulator waited for a CPU; SCHED_FIFO 0.1-0.25 ms (docs/contracts.md).
     #[arg(long, default_value_t = DEFAULT_RT_PRIORITY, value_parser = clap::value_parser!(u8).range(0..=99))]
     rt_priority: u8,
+    /// How long before each release the emulator stops sleeping and spins (µs, at most
+    /// MAX_SPIN_US; never more than a SPIN_SHARE of the wait): a timed sleep on this 2-CPU VM
+    /// ends 40-90 µs late at p99 even when the emulator gets a CPU at once, so it wakes early
+    /// and spins to the release time.
+    #[arg(long, default_value_t = DEFAULT_SPIN_US, value_parser = clap::value_parser!(u64).range(0..=MAX_SPIN_US))]
+    spin_us: u64,
 }
 
 /// Above normal tasks, below the kernel's own real-time threads (priority 50 and up).
 const DEFAULT_RT_PRIORITY: u8 = 10;
 
-/// With arrivals timed on reading: below this many µs to the next release the loop spins
-/// instead of sleeping.
-const SPIN_US: u64 = 20;
+/// The default and the largest `--spin-us`: the spin is bounded, so a real-time emulator
+/// blocks again within this long of every wake-up unless packets keep it busy.
+const DEFAULT_SPIN_US: u64 = 60;
+const MAX_SPIN_US: u64 = 200;
+/// The spin before a release is at most this share of the wait for it, so spinning costs at
+/// most ~1/11 of the emulator's time however often it releases: at 100 Mbit/s (a release
+/// every ~120 µs) a full spin would double its CPU per packet, while wake-ups that frequent
+/// are late by less (the CPU does not idle deeply between them).
+const SPIN_SHARE: f64 = 0.1;
+
+/// The spin before a release `wait_us` ahead: `spin_us`, or less for a short wait.
+fn spin_margin_us(wait_us: u64, spin_us: u64) -> u64 {
+    spin_us.min((wait_us as f64 * SPIN_SHARE) as u64)
+}
 /// With kernel arrival times: the longest sleep that does not watch for arrivals (they keep
 /// their timestamps meanwhile; drop verdicts wait at most this long).
 const MAX_BLIND_US: u64 = 2000;
@@ -224,6 +241,58 @@ struct Timing {
     late: Histogram,
     wake_late: Histogram,
     run_delay: Histogram,
+    /// Spins before a release (kernel arrival times; with read times the loop polls the
+    /// socket instead), and the time they took (µs): the CPU the punctuality costs.
+    spins: u64,
+    spin_us: u64,
+    /// Where the time went in releases more than LATE_NOTE_US late (`LateCauses::attribute`).
+    late_causes: LateCauses,
+    /// The last timed sleep: when it ended (µs since `started`) and how long of it the
+    /// emulator was runnable but had no CPU (µs).
+    last_sleep: Option<(u64, u64)>,
+}
+
+/// Releases (the first packet of a batch) later than this are attributed to a cause (µs): the
+/// tail that decides the p99 (the target is 100 µs idle).
+const LATE_NOTE_US: u64 = 100;
+
+/// For the releases later than LATE_NOTE_US, how many and their lateness (µs) split by where
+/// the emulator was between the release time and the release:
+/// - `timer`: asleep past the release time but not waiting for a CPU (the timer's interrupt
+///   came late: timer slack, or on a VM the virtual CPU not running);
+/// - `run_delay`: woken but waiting for a CPU (other real-time tasks, or no CPU at all);
+/// - `busy`: running its own loop (reading, admitting, sending verdicts, which run the
+///   forwarding of accepted packets) or interrupted by softirqs while it did.
+#[derive(Default)]
+struct LateCauses {
+    count: u64,
+    timer_us: u64,
+    run_delay_us: u64,
+    busy_us: u64,
+}
+
+impl LateCauses {
+    /// A release at `now` of a packet due at `due`, after the last timed sleep
+    /// `(ended, run_delay)` (every sleep is set to end by the next release): the part of the
+    /// lateness spent in that sleep is run delay (up to what schedstat counted) then timer;
+    /// the rest is busy.
+    fn attribute(&mut self, due: u64, now: u64, last_sleep: Option<(u64, u64)>) {
+        let late = now.saturating_sub(due);
+        if late <= LATE_NOTE_US {
+            return;
+        }
+        let asleep = last_sleep.map_or(0, |(ended, _)| ended.min(now).saturating_sub(due));
+        let run_delay = last_sleep.map_or(0, |(_, delay)| delay).min(asleep);
+        self.count += 1;
+        self.run_delay_us += run_delay;
+        self.timer_us += asleep - run_delay;
+        self.busy_us += late - asleep;
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        json!({"count": self.count, "timer_us": self.timer_us,
+               "run_delay_us": self.run_delay_us, "busy_us": self.busy_us})
+    }
 }
 
 #[derive(Default)]
@@ -354,32 +423,50 @@ impl Emulator {
         Ok(())
     }
 
-    /// Accept every packet whose release time has come, with one batch verdict: `held` is in
-    /// arrival (= kernel id) order and releases never reorder, so the packets due are exactly
-    /// the kernel queue's prefix up to the last of them (dropped ones already had their
-    /// verdict). When the next release is due (µs since `started`).
+    /// Accept every packet whose release time has come, with one batch verdict sent at once
+    /// (with any drop verdicts queued before it): `held` is in arrival (= kernel id) order and
+    /// releases never reorder, so the packets due are exactly the kernel queue's prefix up to
+    /// the last of them (dropped ones already had their verdict). Their log records are
+    /// written after the verdict went out, so a log write never delays a release. When the
+    /// next release is due (µs since `started`).
     fn release_due(&mut self, queue: &mut NfQueue) -> std::io::Result<Option<u64>> {
         let now = self.now_us();
-        let mut last_id = None;
-        let next = loop {
-            match self.held.front() {
-                Some((due, _, _)) if *due <= now => {
-                    let (due, id, mut record) = self.held.pop_front().unwrap();
-                    last_id = Some(id);
-                    self.timing.late.record_us(now - due);
-                    if let Some(out) = self.log.as_mut() {
-                        record.release_us = self.started_unix_us + now;
-                        out.write_all(&record.encode())?;
-                    }
+        let due = self
+            .held
+            .iter()
+            .take_while(|(due, _, _)| *due <= now)
+            .count();
+        if due > 0 {
+            queue.verdict_through(self.held[due - 1].1, NF_ACCEPT);
+            queue.flush_verdicts()?;
+            let first = self.held[0].0;
+            let last_sleep = self.timing.last_sleep;
+            self.timing.late_causes.attribute(first, now, last_sleep);
+            for (due, _, mut record) in self.held.drain(..due) {
+                self.timing.late.record_us(now - due);
+                if let Some(out) = self.log.as_mut() {
+                    record.release_us = self.started_unix_us + now;
+                    out.write_all(&record.encode())?;
                 }
-                Some((due, _, _)) => break Some(*due),
-                None => break None,
             }
-        };
-        if let Some(id) = last_id {
-            queue.verdict_through(id, NF_ACCEPT);
         }
-        Ok(next)
+        Ok(self.held.front().map(|(due, _, _)| *due))
+    }
+
+    /// Spin until `due` (µs since `started`, at most MAX_SPIN_US ahead): the last stretch
+    /// before a release, which a timed sleep would overshoot.
+    fn spin_until(&mut self, due: u64) {
+        let from = self.now_us();
+        if from >= due {
+            return;
+        }
+        let mut now = from;
+        while now < due {
+            std::hint::spin_loop();
+            now = self.now_us();
+        }
+        self.timing.spins += 1;
+        self.timing.spin_us += now - from;
     }
 }
 
@@ -497,13 +584,20 @@ fn run_delay_ns(schedstat: &File) -> Option<u64> {
         .ok()
 }
 
+/// How the emulator runs: its scheduling and how it waits for releases.
+#[derive(Clone, Copy)]
+struct Punctuality {
+    rt_priority: u8,
+    spin_us: u64,
+}
+
 fn run(
     queue_num: u16,
     cfg: LinkConfig,
     log_path: Option<PathBuf>,
     stats_out: Option<PathBuf>,
     arrival_time: ArrivalTime,
-    rt_priority: u8,
+    punctuality: Punctuality,
     // Some(the link's MTU): `--mode aggregate`.
     aggregate_mtu: Option<u32>,
 ) -> Result<(), AgentError> {
@@ -530,10 +624,13 @@ fn run(
     let mut queue = NfQueue::open(queue_num, 65_536, mode == Mode::Aggregate).map_err(|e| {
         AgentError::usage(format!("cannot bind NFQUEUE {queue_num} (needs root): {e}"))
     })?;
-    // Wake-ups as close to the requested time as the kernel allows (default slack: 50 µs).
+    // Wake-ups as close to the requested time as the kernel allows (default slack: 50 µs;
+    // 0 would mean the default): what counts when SCHED_FIFO is refused, as the kernel gives
+    // real-time tasks no slack anyway.
     // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64) };
-    let scheduling = schedule(rt_priority);
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
+    let scheduling = schedule(punctuality.rt_priority);
+    let spin_us = punctuality.spin_us;
     let schedstat = File::open("/proc/thread-self/schedstat").ok();
     println!("{}", json!({"event": "ready", "queue_num": queue_num}));
     std::io::stdout().flush()?;
@@ -553,7 +650,12 @@ fn run(
         mtu,
     };
     let mut arrived: Vec<Packet> = Vec::with_capacity(1024);
+    // The release the last sleep stopped `margin` short of: its remainder is spun.
+    let mut approaching: Option<u64> = None;
     while !stop_requested() {
+        // Release first: the loop comes back here from the sleep or spin before a release, and
+        // reading what arrived meanwhile can wait until the verdict has gone out.
+        emu.release_due(&mut queue)?;
         arrived.clear();
         let reading_at = emu.now_us();
         let drained = match queue.recv_packets(&mut arrived, 8) {
@@ -576,22 +678,36 @@ fn run(
         emu.drained_at_us = reading_at;
         // Every arrival so far had a kernel timestamp: sleep until the next release without
         // waking for arrivals (~5 packets per wake-up at 1 Gbit/s instead of one wake-up or
-        // busy poll per packet). Otherwise wake on arrivals and spin just before releases.
+        // busy poll per packet), then spin the last `spin_us`. Otherwise wake on arrivals and
+        // poll the socket for the last `spin_us` (an arrival's time is when it is read).
         let kernel_timed = emu.kernel_stamped == emu.counters.packets;
-        // Sleep until the next release is due (measured from now, after the verdicts went out:
-        // sending them runs the forwarding of the accepted packets), recording how late the
-        // sleep ends and how much of that the emulator was runnable but had no CPU.
+        // Sleep until `spin_us` before the next release (measured from now, after the verdicts
+        // went out: sending them runs the forwarding of the accepted packets), recording how
+        // late the sleep ends and how much of that the emulator was runnable but had no CPU.
         let delay_before = schedstat.as_ref().and_then(run_delay_ns);
         let now = emu.now_us();
-        let (timed, woken_early) = match next_due.map(|due| due.saturating_sub(now)) {
-            Some(us) if kernel_timed => {
-                let sleep = us.min(MAX_BLIND_US);
+        let next = next_due.map(|due| (due, due.saturating_sub(now)));
+        let margin = next.map_or(0, |(_, us)| spin_margin_us(us, spin_us));
+        let (timed, woken_early) = match next {
+            // Within the margin, or back from the sleep that stopped short of this release.
+            Some((due, us)) if us <= margin || (approaching == Some(due) && us <= spin_us) => {
+                if kernel_timed {
+                    emu.spin_until(due);
+                }
+                (None, false)
+            }
+            Some((due, us)) if kernel_timed => {
+                let sleep = us - margin;
+                if sleep <= MAX_BLIND_US {
+                    approaching = Some(due);
+                }
+                let sleep = sleep.min(MAX_BLIND_US);
                 queue.sleep(Duration::from_micros(sleep));
                 (Some(sleep), false)
             }
-            Some(us) if us <= SPIN_US => (None, false),
-            Some(us) => {
-                let sleep = us - SPIN_US;
+            Some((due, us)) => {
+                let sleep = us - margin;
+                approaching = Some(due);
                 let arrived = queue.wait(Some(Duration::from_micros(sleep)))?;
                 (Some(sleep), arrived)
             }
@@ -606,11 +722,12 @@ fn run(
                 .wake_late
                 .record_us(woke.saturating_sub(now + sleep));
             let delay_after = schedstat.as_ref().and_then(run_delay_ns);
+            let mut delay_us = 0;
             if let (Some(before), Some(after)) = (delay_before, delay_after) {
-                emu.timing
-                    .run_delay
-                    .record_us(after.saturating_sub(before) / 1000);
+                delay_us = after.saturating_sub(before) / 1000;
+                emu.timing.run_delay.record_us(delay_us);
             }
+            emu.timing.last_sleep = Some((woke, delay_us));
         }
     }
     // Release what is still held so that no packet stays queued in the kernel.
@@ -643,6 +760,11 @@ fn run(
                 "count": emu.timing.wake_late.total,
                 "late": emu.timing.wake_late.summary("us"),
                 "run_delay": emu.timing.run_delay.summary("us"),
+            },
+            "late_causes": emu.timing.late_causes.summary(),
+            "spin": {
+                "us": spin_us, "count": emu.timing.spins,
+                "cpu_s": emu.timing.spin_us as f64 / 1e6,
             },
             "kernel_stamped": emu.kernel_stamped,
             "cpu_s": cpu.user_s + cpu.system_s,
@@ -692,7 +814,10 @@ fn main() {
             args.log.clone(),
             args.stats_out.clone(),
             args.arrival_time,
-            args.rt_priority,
+            Punctuality {
+                rt_priority: args.rt_priority,
+                spin_us: args.spin_us,
+            },
             (args.mode == Mode::Aggregate).then_some(args.mtu),
         )
     });
@@ -780,6 +905,50 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn the_spin_before_a_release_is_bounded_by_the_wait() {
+        // A long wait: the whole `--spin-us`; a short one: a SPIN_SHARE of it.
+        assert_eq!(spin_margin_us(5_000, 60), 60);
+        assert_eq!(spin_margin_us(600, 60), 60);
+        assert_eq!(spin_margin_us(120, 60), 12);
+        assert_eq!(spin_margin_us(9, 60), 0);
+        assert_eq!(spin_margin_us(5_000, 0), 0);
+        let cli = Cli::try_parse_from(["ccbench-link", "run", "--queue-num", "1"]).unwrap();
+        let Command::Run(args) = cli.command;
+        assert_eq!(
+            (args.spin_us, args.rt_priority),
+            (DEFAULT_SPIN_US, DEFAULT_RT_PRIORITY)
+        );
+        for bad in ["201", "-1"] {
+            let argv = ["ccbench-link", "run", "--queue-num", "1", "--spin-us", bad];
+            assert!(Cli::try_parse_from(argv).is_err(), "--spin-us {bad}");
+        }
+    }
+
+    #[test]
+    fn late_releases_are_split_between_timer_run_delay_and_busy() {
+        let mut causes = LateCauses::default();
+        // On time, or late by no more than LATE_NOTE_US: not counted.
+        causes.attribute(1_000, 1_000 + LATE_NOTE_US, Some((1_050, 0)));
+        assert_eq!(causes.count, 0);
+        // Due at 1000; the sleep ended at 1300 after 100 µs waiting for a CPU; released at
+        // 1350: 200 µs timer, 100 µs run delay, 50 µs busy.
+        causes.attribute(1_000, 1_350, Some((1_300, 100)));
+        // A sleep that ended before the release time: all busy.
+        causes.attribute(1_000, 1_400, Some((900, 30)));
+        // Run delay counts for at most the part of the lateness spent asleep.
+        causes.attribute(1_000, 1_150, Some((1_120, 500)));
+        assert_eq!(
+            (
+                causes.count,
+                causes.timer_us,
+                causes.run_delay_us,
+                causes.busy_us
+            ),
+            (3, 200, 220, 50 + 400 + 30)
+        );
     }
 
     #[test]
