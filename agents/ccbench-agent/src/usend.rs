@@ -60,14 +60,21 @@ pub struct USendArgs {
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// The FIN is retransmitted until answered, for at most this long.
 pub const FIN_LIMIT: Duration = Duration::from_secs(1);
-/// HELLO retransmissions (RFC 6298 (2.1) initial RTO, doubled): 1 + 2 + 4 s, then give up.
 /// A receive timestamp older than this is not believed (the real-time clock was stepped):
 /// the ACK is then timed when it is read.
 const MAX_RECEIVE_AGE: Duration = Duration::from_secs(1);
-const HELLO_TIMEOUTS: [Duration; 3] = [
+/// HELLO retransmissions as TCP's SYN: RFC 6298 (2.1)'s initial RTO of 1 s, doubled, as often
+/// as Linux's default `tcp_syn_retries` (6: 127 s in all), and never past the flow's end. A
+/// HELLO may wait behind a full buffer (100 packets at 64 kbit/s queue 12.5 s) or be dropped
+/// by one again and again when dozens of flows share it, as a kernel TCP flow's SYN would be.
+const HELLO_TIMEOUTS: [Duration; 7] = [
     Duration::from_secs(1),
     Duration::from_secs(2),
     Duration::from_secs(4),
+    Duration::from_secs(8),
+    Duration::from_secs(16),
+    Duration::from_secs(32),
+    Duration::from_secs(64),
 ];
 
 /// `--params` as the controller's tunables: a JSON object of numbers.
@@ -280,11 +287,15 @@ fn handshake(
     waiter: &mut Waiter,
     flow: u32,
     hello: &Value,
+    give_up_at: Instant,
 ) -> Result<Duration, AgentError> {
     let clock = Instant::now();
     let mut buf = vec![0u8; 65536];
     let text = hello.to_string();
     for timeout in HELLO_TIMEOUTS {
+        if Instant::now() >= give_up_at {
+            break;
+        }
         let sent_us = clock.elapsed().as_micros() as u64;
         let packet = wire::encode_hello(&wire::Hello {
             flow,
@@ -300,7 +311,7 @@ fn handshake(
                     Err(e)
                 }
             })?;
-        let deadline = Instant::now() + timeout;
+        let deadline = (Instant::now() + timeout).min(give_up_at);
         while Instant::now() < deadline {
             if stop_requested() {
                 return Err(AgentError::runtime("stopped before the receiver answered"));
@@ -324,9 +335,10 @@ fn handshake(
             }
         }
     }
-    Err(AgentError::runtime(
-        "no answer to HELLO after 7 s (is `ccbench-agent urecv` listening there?)".to_string(),
-    ))
+    Err(AgentError::runtime(format!(
+        "no answer to HELLO after {:.1} s (is `ccbench-agent urecv` listening there?)",
+        clock.elapsed().as_secs_f64()
+    )))
 }
 
 /// The transport's configuration from `--mss`, `--min-rto-ms`, `--rto-granularity-ms`,
@@ -364,14 +376,17 @@ pub fn run(args: USendArgs) -> Result<(), AgentError> {
     let mut waiter = Waiter::new();
     args.flow.wait_for_start()?;
     let flow_id = args.flow.flow_id;
-    let handshake_rtt = handshake(&mut socket, &mut waiter, flow_id, &hello)?;
+    let flow_end = Instant::now() + Duration::from_secs_f64(args.flow.duration_s);
+    let handshake_rtt = handshake(&mut socket, &mut waiter, flow_id, &hello, flow_end)?;
 
     let mut sender = Sender::new(config, controller);
     sender.seed_rtt(handshake_rtt);
     let mut traffic = args.traffic.build()?;
     let origin = Instant::now();
     let start_ts = unix_now();
-    let end = origin + Duration::from_secs_f64(args.flow.duration_s);
+    // The flow ends when it was to end: a handshake that took long (a HELLO behind a full
+    // buffer) shortens it rather than running it past the experiment's end.
+    let end = flow_end;
     let interval = args.flow.output.interval();
     let mut next_log = origin + interval;
     let mut phase = Phase::Sending;

@@ -273,6 +273,58 @@ fn sigterm_ends_sender_and_receiver_cleanly() {
 }
 
 #[test]
+fn a_late_answer_to_hello_still_starts_the_flow_which_ends_on_time() {
+    if skip_unless_root() {
+        return;
+    }
+    let pair = Pair::new(PREFIX, "late");
+    pair.shape("20mbit", "50");
+    let (recv_out, send_out) = (
+        TempFile::new(PREFIX, "late-r.jsonl"),
+        TempFile::new(PREFIX, "late-s.jsonl"),
+    );
+    // Nobody listens for 2 s: the HELLOs at 0 and 1 s go unanswered, the one at 3 s is
+    // answered. The flow was to end 5 s after its start, and does.
+    let sender = Running::spawn(&mut usend(
+        &pair,
+        &["--cc", "reno", "--duration-s", "5"],
+        &send_out,
+    ));
+    std::thread::sleep(Duration::from_secs(2));
+    let recv = start_urecv(&pair, &recv_out);
+    assert!(sender.wait().success());
+    assert!(recv.terminate().success());
+    let summary = lines(send_out.path()).last().unwrap().clone();
+    let sent_for = summary["end_ts"].as_f64().unwrap() - summary["start_ts"].as_f64().unwrap();
+    assert!(
+        (1.5..2.8).contains(&sent_for),
+        "sent for {sent_for} s, not 5 - 3"
+    );
+}
+
+#[test]
+fn without_an_answer_the_sender_gives_up_at_its_flows_end() {
+    if skip_unless_root() {
+        return;
+    }
+    let pair = Pair::new(PREFIX, "deaf");
+    let send_out = TempFile::new(PREFIX, "deaf-s.jsonl");
+    let result = usend(&pair, &["--cc", "reno", "--duration-s", "2"], &send_out)
+        .output()
+        .unwrap();
+    assert!(!result.status.success());
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    let error: Value = serde_json::from_str(stderr.trim()).unwrap();
+    let message = error["error"].as_str().unwrap();
+    let waited: f64 = message
+        .strip_prefix("no answer to HELLO after ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!((2.0..3.0).contains(&waited), "{message}");
+}
+
+#[test]
 fn bad_flags_unknown_algorithms_and_bad_params_are_usage_errors() {
     let out_file = TempFile::new(PREFIX, "usage.jsonl");
     let out = out_file.arg();
