@@ -156,6 +156,17 @@ def test_the_cost_grows_with_the_rates_and_the_kind_of_flows() -> None:
     assert all(v > 0 for v in packing.RUN_COSTS.emulator_us_per_packet.values())
 
 
+def test_each_flow_costs_its_own_share_whatever_its_rate() -> None:
+    """Fifty userspace flows at 1.5 Mbit/s (seed 004's Fig. 2) cost far more than two: their
+    agents' timers, not their packets (the bottleneck's rate is the same)."""
+    userspace = {"algorithm": "reno", "agent": "userspace"}
+    two = packing.predicted_cost_cores(spec("1.5Mbit", "120s", [userspace] * 2))
+    fifty = packing.predicted_cost_cores(spec("1.5Mbit", "120s", [userspace] * 50))
+    per_flow = packing.RUN_COSTS.flow_cores["userspace"]
+    assert per_flow > 0 and all(v > 0 for v in packing.RUN_COSTS.flow_cores.values())
+    assert fifty - two == pytest.approx(48 * per_flow)
+
+
 def ledger_entries(ledger: packing.PackingLedger) -> dict[str, Any]:
     with ledger.file.open() as entries:
         return copy.deepcopy(entries)

@@ -48,14 +48,20 @@ PACKET_BYTES = 1500
 @dataclass(frozen=True)
 class RunCosts:
     """CPU a run costs its host, by the kind of its flows. Measured by `make bench-runcost`
-    (bench/runcost.py) on the 2-core development VM, 2026-11-24 (load average 0.6-3 from
-    other work): two-flow dumbbell runs at 5 and 20 Mbit/s, every CPU second of the run's
-    process tree, a line through the two rates; the medians of 5 such pairs per kind (2 of
-    8 s, 3 of 6 s). README, "Packing runs on a host", has the spread."""
+    (bench/runcost.py) on the 2-core development VM, 2026-11-24 14:58 UTC (load average
+    0.3-0.6, nothing else running), with the emulator that spins before each release: 8 s
+    dumbbell runs of two flows at 5 and 20 Mbit/s and of 12 flows at 5 Mbit/s, every CPU
+    second of the run's process tree; a line through the two rates, the 12-flow run for the
+    per-flow part; the medians of 2 such sets per kind. README, "Packing runs on a host", has
+    the spread."""
 
     # CPU seconds of one run whatever its traffic: the sandbox's Python, namespaces, links,
     # pings, the agents' start and stop (and bpftool for BPF controllers).
     fixed_cpu_s: dict[FlowKind, float]
+    # CPU cores each flow keeps busy whatever its rate: its agents' report timers and, for the
+    # userspace transport, its ticks and the spin before each departure. Small per flow, but
+    # a run of 50 flows at 1.5 Mbit/s costs mostly this.
+    flow_cores: dict[FlowKind, float]
     # CPU per data packet through the bottleneck of its emulator processes (both directions:
     # the data packet and its ACKs, whose number depends on the flows' ACK policy, with the
     # forwarding an accept verdict runs in them).
@@ -66,9 +72,10 @@ class RunCosts:
 
 
 RUN_COSTS = RunCosts(
-    fixed_cpu_s={"kernel": 0.86, "bpf": 0.98, "userspace": 1.06},
-    emulator_us_per_packet={"kernel": 66.0, "bpf": 53.0, "userspace": 79.0},
-    agent_us_per_packet={"kernel": 21.0, "bpf": 19.0, "userspace": 53.0},
+    fixed_cpu_s={"kernel": 0.49, "bpf": 0.57, "userspace": 0.29},
+    flow_cores={"kernel": 0.019, "bpf": 0.0175, "userspace": 0.0485},
+    emulator_us_per_packet={"kernel": 94.0, "bpf": 96.0, "userspace": 122.0},
+    agent_us_per_packet={"kernel": 17.0, "bpf": 9.6, "userspace": 49.0},
 )
 
 
@@ -80,15 +87,17 @@ def flow_kind(agent: str, runtime: str) -> FlowKind:
 
 def predicted_cost_cores(spec: ExperimentSpec, costs: RunCosts = RUN_COSTS) -> float:
     """The CPU cores the run keeps busy on average over its duration: its fixed CPU spread over
-    the duration, plus, at each emulated link's configured rate in full-size packets, the
-    emulator's CPU per packet, plus at the bottleneck's rate the flows' agents' CPU per packet
-    (the flows share the bottleneck; per packet the mean over their kinds). A run on real
-    hosts (the hosts testbed) costs this host only its fixed part (Ansible)."""
+    the duration, plus each flow's own, plus, at each emulated link's configured rate in
+    full-size packets, the emulator's CPU per packet, plus at the bottleneck's rate the flows'
+    agents' CPU per packet (the flows share the bottleneck; per packet the mean over their
+    kinds). A run on real hosts (the hosts testbed) costs this host only its fixed part
+    (Ansible)."""
     kinds = [flow_kind(f.agent, f.runtime) for f in spec.flows]
     fixed = max(costs.fixed_cpu_s[k] for k in kinds)
     cores = fixed / max(spec.duration, 1.0)
     if spec.testbed.kind != "mininet" or not spec.links:
         return cores
+    cores += sum(costs.flow_cores[k] for k in kinds)
     emulator_us = sum(costs.emulator_us_per_packet[k] for k in kinds) / len(kinds)
     agent_us = sum(costs.agent_us_per_packet[k] for k in kinds) / len(kinds)
     emulator_pps = sum(link.rate / (8 * PACKET_BYTES) for link in spec.links)
