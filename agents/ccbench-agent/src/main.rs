@@ -85,25 +85,15 @@ mod tests {
 
     #[test]
     fn send_takes_the_contract_flags() {
-        let cli = Cli::try_parse_from([
-            "ccbench-agent",
-            "send",
-            "--dst",
-            "10.2.1.1:5001",
-            "--cc",
-            "reno",
-            "--duration-s",
-            "20",
+        let optional = [
             "--interval-ms",
             "10",
-            "--out",
-            "send.jsonl",
             "--start-at",
             "1763880000.5",
             "--flow-id",
             "3",
-        ])
-        .unwrap();
+        ];
+        let cli = Cli::try_parse_from(SEND_REQUIRED.iter().chain(&optional)).unwrap();
         let Command::Send(send::SendArgs { dst, cc, flow, .. }) = cli.command else {
             panic!("not send");
         };
