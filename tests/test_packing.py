@@ -97,6 +97,19 @@ def test_a_run_no_longer_wanted_gives_up_its_place_when_next_asked(tmp_path: Pat
     assert ledger_entries(ledger)["waiting"] == {}  # nobody waits behind it any more
 
 
+def test_a_wait_that_fails_leaves_no_place_in_the_queue(tmp_path: Path) -> None:
+    ledger = packing.ledger_at(tmp_path / "packing.json")
+    assert ledger.admit("a", 1.0, 1.0, exclusive=False, wait_s=0) is not None
+
+    def broken() -> bool:
+        raise RuntimeError("the database is gone")
+
+    with pytest.raises(RuntimeError, match="database is gone"):
+        ledger.admit("b", 0.5, 1.0, exclusive=False, wait_s=600, poll_s=0.01,
+                     still_wanted=broken, ask_every_s=0.0)  # fmt: skip
+    assert ledger_entries(ledger)["waiting"] == {}
+
+
 @pytest.mark.services
 def test_a_run_waiting_for_room_is_cancelled_with_its_experiment(
     tmp_path: Path, client: TestClient, team_token: tuple[str, str]

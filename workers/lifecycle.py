@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ccbench import jobs, rundir, workerpool
@@ -230,7 +231,7 @@ def admit(
         budget,
         exclusive=exclusive,
         wait_s=settings.pack_wait_s,
-        still_wanted=lambda: _queued_state(run_id) == "queued",
+        still_wanted=lambda: _still_queued(run_id),
     )
     if admission is None:
         state = _queued_state(run_id)
@@ -260,6 +261,16 @@ def _queued_state(run_id: str) -> Literal["queued", "not queued", "cancelled"]:
         if experiment is None or experiment.cancel_requested_at is not None:
             return "cancelled"
         return "queued"
+
+
+def _still_queued(run_id: str) -> bool:
+    """For a run waiting for room: False once it is cancelled or no longer queued. A database
+    that cannot answer now keeps it waiting (the wait is bounded by pack_wait_s)."""
+    try:
+        return _queued_state(run_id) == "queued"
+    except SQLAlchemyError as exc:
+        log.warning("run %s: cannot tell whether it is still queued (%s)", run_id, exc)
+        return True
 
 
 def _execute(c: Claim, settings: Settings) -> str:

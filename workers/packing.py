@@ -214,17 +214,21 @@ class PackingLedger:
         asked_at = time.time()
         deadline = time.monotonic() + wait_s
         next_ask = time.monotonic() + ask_every_s
-        while not self.try_admit(run_id, cost, budget, exclusive, asked_at):
-            now = time.monotonic()
-            if now >= next_ask:
-                next_ask = now + ask_every_s
-                if not still_wanted():
+        try:
+            while not self.try_admit(run_id, cost, budget, exclusive, asked_at):
+                now = time.monotonic()
+                if now >= next_ask:
+                    next_ask = now + ask_every_s
+                    if not still_wanted():
+                        self.give_up(run_id)
+                        return None
+                if now >= deadline:
                     self.give_up(run_id)
                     return None
-            if now >= deadline:
-                self.give_up(run_id)
-                return None
-            time.sleep(poll_s)
+                time.sleep(poll_s)
+        except BaseException:  # nobody waits behind a run that stopped asking
+            self.give_up(run_id)
+            raise
         return Admission(self, run_id, cost, budget, exclusive, asked_at, time.time())
 
 
