@@ -28,6 +28,8 @@ from pathlib import Path
 from bench.figures import figure as emit
 
 KINDS = ("kernel", "bpf", "userspace")
+# Flows of the runs at two rates (the per-packet line); the per-flow run has more.
+RATE_RUN_FLOWS = 2
 
 
 def figure(name: str, value: float | None, unit: str, target: str | None = None) -> None:
@@ -40,7 +42,7 @@ def children_cpu_s() -> float:
 
 
 def one_run(
-    kind: str, rate: str, duration_s: float, seed: int, work: Path, flows: int = 2
+    kind: str, rate: str, duration_s: float, seed: int, work: Path, flows: int = RATE_RUN_FLOWS
 ) -> dict[str, float]:
     """CPU seconds of one run's process tree and of its emulators, and the data packets that
     crossed the bottleneck."""
@@ -101,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("bench-runcost needs root (network namespaces, NFQUEUE)", file=sys.stderr)
         return 2
-    if args.many_flows <= 2:
-        parser.error("--many-flows must be above the two flows of the rate runs")
+    if args.many_flows <= RATE_RUN_FLOWS:
+        parser.error(f"--many-flows must be above the rate runs' {RATE_RUN_FLOWS} flows")
     low, high = args.rates.split(",")
     work = Path(tempfile.mkdtemp(prefix="ccbench-bench-runcost-"))
     for kind in args.kinds.split(","):
@@ -119,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
             # The further flows' CPU beyond their packets', per flow and second of the run.
             beyond_packets = many["total"] - a["total"]
             beyond_packets -= (many["packets"] - a["packets"]) * total_us / 1e6
-            flow_cores = beyond_packets / ((args.many_flows - 2) * args.duration)
+            flow_cores = beyond_packets / ((args.many_flows - RATE_RUN_FLOWS) * args.duration)
             per_flow.append(flow_cores)
-            flows_s = 2 * flow_cores * args.duration
+            flows_s = RATE_RUN_FLOWS * flow_cores * args.duration
             fixed.append(a["total"] - a["packets"] * total_us / 1e6 - flows_s)
         for name, values, unit in (
             ("emulator_cpu_per_packet", emulators, "us"),

@@ -214,13 +214,12 @@ def admit(
     "no room": it did not fit within settings.pack_wait_s and goes back to the dispatcher (its
     message is spent). "not queued" and "cancelled" (its experiment is being cancelled): it
     needs no room."""
-    state = _queued_state(run_id)
-    if state != "queued":
-        return state
     with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None:
-            return "not queued"
+        state = _queued_state_in(session, run_id)
+        if state != "queued":
+            return state
+        run = session.get(Run, run_id)  # from the session's identity map: no second query
+        assert run is not None
         spec = ExperimentSpec.model_validate(run.spec, context=SI_NUMBERS)
         exclusive = run.load_reruns > 0
     cost = packing.predicted_cost_cores(spec)
@@ -250,17 +249,21 @@ def admit(
     return admission
 
 
-def _queued_state(run_id: str) -> Literal["queued", "not queued", "cancelled"]:
+def _queued_state_in(session: Session, run_id: str) -> Literal["queued", "not queued", "cancelled"]:
     """Whether the run is still queued to run: "cancelled" when its experiment is being
     cancelled, "not queued" when it is gone or no longer queued."""
+    run = session.get(Run, run_id)
+    if run is None or run.status != RunStatus.queued.value:
+        return "not queued"
+    experiment = session.get(Experiment, run.experiment_id)
+    if experiment is None or experiment.cancel_requested_at is not None:
+        return "cancelled"
+    return "queued"
+
+
+def _queued_state(run_id: str) -> Literal["queued", "not queued", "cancelled"]:
     with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.status != RunStatus.queued.value:
-            return "not queued"
-        experiment = session.get(Experiment, run.experiment_id)
-        if experiment is None or experiment.cancel_requested_at is not None:
-            return "cancelled"
-        return "queued"
+        return _queued_state_in(session, run_id)
 
 
 def _still_queued(run_id: str) -> bool:

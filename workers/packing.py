@@ -220,16 +220,17 @@ class PackingLedger:
                 if now >= next_ask:
                     next_ask = now + ask_every_s
                     if not still_wanted():
-                        self.give_up(run_id)
-                        return None
+                        break
                 if now >= deadline:
-                    self.give_up(run_id)
-                    return None
+                    break
                 time.sleep(poll_s)
+            else:
+                return Admission(self, run_id, cost, budget, exclusive, asked_at, time.time())
         except BaseException:  # nobody waits behind a run that stopped asking
             self.give_up(run_id)
             raise
-        return Admission(self, run_id, cost, budget, exclusive, asked_at, time.time())
+        self.give_up(run_id)  # not wanted any more, or no room in time
+        return None
 
 
 def _key(run_id: str) -> str:
