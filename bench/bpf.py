@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure as emit
+from ccbench.analysis.metrics import siqr
 from ccbench.settings import REPO_ROOT
 from schemas.algorithms import BPF_ALGORITHMS, PARAMETERS
 from workers import bpf
@@ -272,12 +273,6 @@ def main(argv: list[str] | None = None) -> int:
 def _progress(slot: str, result: dict[str, float]) -> None:
     print(f"#   {slot}: {result['gbps']:.2f} Gbit/s, {result['cpu_us_per_ack']:.2f} us/ACK, "
           f"{result['bytes_per_ack'] / 1000:.0f} KB/ACK", file=sys.stderr, flush=True)  # fmt: skip
-
-
-def siqr(values: list[float]) -> float:
-    """The semi-interquartile range: half the distance between the first and third quartiles."""
-    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return (q3 - q1) / 2
 
 
 def spread(name: str, values: list[float], unit: str) -> None:
