@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 import schemas
 from ccbench.analysis.metrics import median, siqr
+from ccbench.plots.axes import flow_mix, is_flows
 from schemas.matrix import MatrixSpec, SpecError, Submission, errors_of, expand_submission
 from schemas.metrics import METRICS
 from schemas.report import ExperimentReport, RunReport
@@ -144,38 +145,6 @@ def _check_quick_axes(template: Template, matrix: MatrixSpec) -> None:
         _check_values(f"{template.file}: quick.axes", path, values, matrix)
 
 
-def flow_label(flow: dict[str, Any]) -> str:
-    """A flow as a flows axis's mix names it: its label (algorithm id, or cbr-udp for userspace
-    CBR), its parameters where set (`tfrc(m=2)`), a traffic model other than bulk
-    (`reno[on_off]`), `reverse` before a reverse flow."""
-    traffic = flow.get("traffic") or {}
-    model = traffic.get("model", "bulk")
-    unresponsive = flow.get("agent") == "userspace" and model == "cbr"
-    label = "cbr-udp" if unresponsive else str(flow.get("algorithm", "?"))
-    params = flow.get("params") or {}
-    if params and not unresponsive:
-        label += "(" + ",".join(f"{k}={v:g}" for k, v in sorted(params.items())) + ")"
-    if model not in ("bulk", "cbr"):
-        label += f"[{model}]"
-    if flow.get("direction") == "reverse":
-        label = f"reverse {label}"
-    return label
-
-
-def flow_mix(flows: Sequence[dict[str, Any]]) -> str:
-    """A list of flows as its mix of flow labels (`flow_label`), in order of first appearance:
-    '5 aaimd + 20 reno + 10 reverse reno', '5 tfrc(m=2) + 5 reno'."""
-    counts: dict[str, int] = {}
-    for flow in flows:
-        label = flow_label(flow)
-        counts[label] = counts.get(label, 0) + 1
-    return " + ".join(f"{n} {label}" for label, n in counts.items())
-
-
-def _is_flows(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
-
-
 def _canonical(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
@@ -186,10 +155,10 @@ def axis_value_matches(wanted: Any, value: Any) -> bool:
     flows or their mix (`flow_mix`: '5 aaimd + 20 reno', '5 tfrc(m=2) + 5 reno')."""
     if wanted == value:
         return True
-    if _is_flows(value):
+    if is_flows(value):
         if isinstance(wanted, int) and not isinstance(wanted, bool):
             return len(value) == wanted
-        if _is_flows(wanted):  # the same flows with other times (a quick variant's)
+        if is_flows(wanted):  # the same flows with other times (a quick variant's)
             return flow_mix(wanted) == flow_mix(value)
         return isinstance(wanted, str) and _canonical(wanted) == _canonical(flow_mix(value))
     return (

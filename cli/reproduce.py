@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from ccbench.plots.axes import flow_mix
 from ccbench.reproduce import (
     ClaimResult,
     Mode,
@@ -23,7 +24,6 @@ from ccbench.reproduce import (
     Stat,
     covers,
     evaluate,
-    flow_mix,
     load_seed,
     submission,
     tag_of,

@@ -19,7 +19,7 @@ from api.app import app
 from ccbench.db.models import FlowResult, Run, RunSeries
 from ccbench.db.session import session_scope
 from ccbench.errors import ValidationFailed
-from ccbench.plots.axes import matrix_axis, short_names
+from ccbench.plots.axes import matrix_axis, short_names, value_text
 from ccbench.plots.figures import FORMATS, draw, write_experiment_figures, write_figure
 from ccbench.plots.matrix import (
     box_figure_data,
@@ -266,6 +266,9 @@ def test_matrix_axes_are_numeric_with_units_or_categories() -> None:
     flows = matrix_axis("flows", [[{"algorithm": "reno"}], [{"algorithm": "reno"}] * 4], "flows")
     assert (flows.label, flows.number([{}] * 4), flows.text([{"algorithm": "reno"}] * 4)) == (
         "number of flows", 4.0, "4 × reno")  # fmt: skip
+    # Mixed flows read as their mix (a 50-flow value once read "tfrc + reno + tfrc + ...").
+    half = [{"algorithm": "tfrc", "agent": "userspace"}, {"algorithm": "reno"}] * 25
+    assert value_text(half) == "25 tfrc + 25 reno" == flows.text(half)
     assert matrix_axis("flows[1].start", ["0s", "5s"], "start").label == "flow 1 start"
     assert short_names(["flows[0].algorithm", "flows[1].algorithm", "duration"]) == {
         "flows[0].algorithm": "flows0.algorithm",

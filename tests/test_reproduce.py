@@ -19,12 +19,12 @@ import httpx
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from ccbench.plots.axes import flow_mix
 from ccbench.reproduce import (
     ReproduceError,
     axis_value_matches,
     covers,
     evaluate,
-    flow_mix,
     load_seed,
     quick_document,
     submission,

@@ -37,7 +37,7 @@ class MatrixAxis:
         """The value as legends and category labels show it: "0.5 BDP", "10 Mbit/s", "reno",
         "2 × reno"."""
         parsed = _quantity(value)
-        if parsed is not None and not _is_flows(value):
+        if parsed is not None and not is_flows(value):
             unit, number = parsed
             return format_quantity(number, unit) if unit != DIMENSIONLESS else f"{number:g}"
         return value_text(value)
@@ -47,21 +47,50 @@ def value_text(value: Any) -> str:
     """An axis value as text: strings as given, lists of flows by their algorithms."""
     if isinstance(value, str):
         return value
-    if _is_flows(value):
-        names = [str(f.get("algorithm", "?")) for f in value]
-        if len(set(names)) == 1:
-            return f"{len(names)} × {names[0]}"
-        return " + ".join(names)
+    if is_flows(value):
+        labels = {flow_label(f) for f in value}
+        if len(labels) == 1:
+            return f"{len(value)} × {labels.pop()}"
+        return flow_mix(value)
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def _is_flows(value: Any) -> bool:
+def flow_label(flow: dict[str, Any]) -> str:
+    """A flow as a flows axis's mix names it: its label (algorithm id, or cbr-udp for userspace
+    CBR), its parameters where set (`tfrc(m=2)`), a traffic model other than bulk
+    (`reno[on_off]`), `reverse` before a reverse flow."""
+    traffic = flow.get("traffic") or {}
+    model = traffic.get("model", "bulk")
+    unresponsive = flow.get("agent") == "userspace" and model == "cbr"
+    label = "cbr-udp" if unresponsive else str(flow.get("algorithm", "?"))
+    params = flow.get("params") or {}
+    if params and not unresponsive:
+        label += "(" + ",".join(f"{k}={v:g}" for k, v in sorted(params.items())) + ")"
+    if model not in ("bulk", "cbr"):
+        label += f"[{model}]"
+    if flow.get("direction") == "reverse":
+        label = f"reverse {label}"
+    return label
+
+
+def flow_mix(flows: Sequence[dict[str, Any]]) -> str:
+    """A list of flows as its mix of flow labels (`flow_label`), in order of first appearance:
+    '5 aaimd + 20 reno + 10 reverse reno', '5 tfrc(m=2) + 5 reno'."""
+    counts: dict[str, int] = {}
+    for flow in flows:
+        label = flow_label(flow)
+        counts[label] = counts.get(label, 0) + 1
+    return " + ".join(f"{n} {label}" for label, n in counts.items())
+
+
+def is_flows(value: Any) -> bool:
+    """Whether an axis value is a list of flows (a `flows` axis's)."""
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 def _quantity(value: Any) -> tuple[str, float] | None:
     """(unit, number in it) of an axis value that is a quantity, else None."""
-    if _is_flows(value):
+    if is_flows(value):
         return DIMENSIONLESS, float(len(value))
     if isinstance(value, bool):
         return None
@@ -120,7 +149,7 @@ def matrix_axis(path: str, values: Sequence[Any], short: str) -> MatrixAxis:
     parsed = [_quantity(v) for v in values]
     units = {p[0] for p in parsed if p is not None}
     numeric = bool(values) and None not in parsed and len(units) == 1
-    label = "number of flows" if values and all(_is_flows(v) for v in values) else _label(path)
+    label = "number of flows" if values and all(is_flows(v) for v in values) else _label(path)
     return MatrixAxis(path, label, short, units.pop() if numeric else None)
 
 
