@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     # run; a run whose heartbeat is older than heartbeat_timeout_s belongs to a dead worker.
     heartbeat_interval_s: float = 1.0
     heartbeat_timeout_s: float = 30.0
+    # SQLite (embedded stack): how long a write waits for another's lock before it fails.
+    sqlite_busy_timeout_s: float = 10.0
     reaper_interval_s: float = 10.0
     # Attempts per run, the first included: a run lost with its worker is queued again
     # until it has used them all, then marked failed.

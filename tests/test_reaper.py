@@ -3,9 +3,13 @@ again while it has attempts left, then failed; fresh heartbeats and final runs a
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from ccbench.db.models import Run, Team, utcnow
 from ccbench.db.session import session_scope
@@ -107,3 +111,58 @@ def test_a_forked_process_opens_its_own_database_connections() -> None:
     os.waitpid(child, 0)
     assert reported and int(reported) != parent
     assert backend_pid() == parent  # the parent's connection still works
+
+
+def test_a_poll_the_database_cannot_answer_keeps_the_run_until_the_reaper_would_take_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's "database is locked" on an overloaded host once failed runs that were going
+    well: a worker's poll that the database cannot answer keeps the run and its events for the
+    next poll, and fails only past half the heartbeat timeout."""
+    from ccbench import teams
+    from ccbench.db.migrate import upgrade
+    from schemas import ExperimentSpec
+    from workers.artifacts import Uploader
+    from workers.lifecycle import Claim, Monitor
+
+    database = tmp_path / "locked.sqlite"
+    monkeypatch.setenv("CCBENCH_DATABASE_URL", f"sqlite:///{database}")
+    monkeypatch.setenv("CCBENCH_SQLITE_BUSY_TIMEOUT_S", "0.2")
+    monkeypatch.setenv("CCBENCH_HEARTBEAT_TIMEOUT_S", "2")
+    get_settings.cache_clear()
+    try:
+        upgrade(get_settings().effective_database_url)
+        with session_scope() as session:
+            teams.create_team(session, "locked")
+        run_id = make_run("locked")
+        set_state(run_id, "running", attempt=1, heartbeat_age_s=0)
+        with session_scope() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            experiment_id = run.experiment_id
+            team_id = session.query(Team).filter_by(name="locked").one().id
+        settings = get_settings()
+        monitor = Monitor(Claim(run_id, 1, experiment_id, team_id,
+                                ExperimentSpec.model_validate(SPEC), tmp_path,
+                                Uploader(settings, run_id, 1, tmp_path)))  # fmt: skip
+        monitor.on_event({"event": "progress", "elapsed_s": 3, "duration_s": 5})
+
+        locker = sqlite3.connect(database, isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")  # another writer holds the database
+        assert monitor.should_cancel() is False  # no answer: not a failure
+        locker.execute("ROLLBACK")
+        assert monitor.should_cancel() is False
+        with session_scope() as session:
+            run = session.get(Run, run_id)
+            assert run is not None and run.status == "running"
+            assert run.progress == {"elapsed_s": 3, "duration_s": 5}  # the kept event
+
+        locker.execute("BEGIN EXCLUSIVE")
+        assert monitor.should_cancel() is False
+        time.sleep(settings.heartbeat_timeout_s / 2 + 0.1)
+        with pytest.raises(OperationalError, match="locked"):
+            monitor.should_cancel()  # away too long: the run fails before the reaper takes it
+        locker.execute("ROLLBACK")
+        locker.close()
+    finally:
+        get_settings.cache_clear()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ccbench import jobs, rundir, workerpool
@@ -128,6 +128,7 @@ class Monitor:
     lock: threading.Lock = field(default_factory=threading.Lock)
     phase_started: dict[str, float] = field(default_factory=dict)
     cancelled: bool = False
+    db_failing_since: float | None = None  # monotonic time of the first failed poll in a row
 
     def on_event(self, event: dict[str, Any]) -> None:  # sandbox reader thread
         with self.lock:
@@ -151,14 +152,30 @@ class Monitor:
         with self.lock:
             events, self.events = self.events, []
         c = self.claim
-        with session_scope() as session:
-            for event in events:
-                self._apply(session, event)
-            if not heartbeat(session, c.run_id, c.attempt):
-                raise RunLost(f"run {c.run_id} attempt {c.attempt} is no longer active")
-            cancel_at = session.scalar(
-                select(Experiment.cancel_requested_at).where(Experiment.id == c.experiment_id)
-            )
+        try:
+            with session_scope() as session:
+                for event in events:
+                    self._apply(session, event)
+                if not heartbeat(session, c.run_id, c.attempt):
+                    raise RunLost(f"run {c.run_id} attempt {c.attempt} is no longer active")
+                cancel_at = session.scalar(
+                    select(Experiment.cancel_requested_at).where(Experiment.id == c.experiment_id)
+                )
+        except OperationalError as exc:
+            # A database that is busy or briefly away (SQLite's "database is locked" on an
+            # overloaded host, a PostgreSQL restart) must not fail a run that is going well:
+            # the poll rolled back, so its events wait for the next one. Past half the
+            # heartbeat timeout the reaper is about to take the run: give up before that.
+            now = time.monotonic()
+            self.db_failing_since = self.db_failing_since or now
+            with self.lock:
+                self.events[:0] = events
+            if now - self.db_failing_since > get_settings().heartbeat_timeout_s / 2:
+                raise
+            log.warning("run %s: the database did not answer a poll, trying again: %s",
+                        c.run_id, exc.orig)  # fmt: skip
+            return self.cancelled
+        self.db_failing_since = None
         self.cancelled = cancel_at is not None
         c.uploads.logs()  # a worker on another machine keeps the API's copy of the log fresh
         return self.cancelled

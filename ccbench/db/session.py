@@ -25,7 +25,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets the API read while a worker writes; foreign keys for ON DELETE CASCADE.
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute(f"PRAGMA busy_timeout={round(get_settings().sqlite_busy_timeout_s * 1000)}")
     cursor.close()
 
 
@@ -35,7 +35,7 @@ def engine_for(url: str) -> Engine:
         db_path = url.split(":///", 1)[-1]
         if db_path and db_path != ":memory:":
             Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 10})
+        engine = create_engine(url, connect_args={"timeout": get_settings().sqlite_busy_timeout_s})
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
         engine = create_engine(url, pool_pre_ping=True)
