@@ -384,9 +384,9 @@ def test_dry_run_lists_claims_and_runs_without_a_server() -> None:
 HEADLINES: dict[str, tuple[str, str, int]] = {
     # Three points (the three S3 laws), one 60 s run each: 180 s of the runs' 420 s. Fig. 2a's
     # friendliness (S1) was the check until it failed a full run at M = 2 s (E 1.58): at 60 s
-    # its E there is 1.44-1.58, too near the limit to be a check; S3's stayed at 1.06-1.21
-    # in 3 repeated runs per law. Shorter runs measure mostly TFRC's start from r_0 and do not hold
-    # (docs/reproductions.md).
+    # its E there was 1.44 and 1.58, too near the limit to be a check; S3's stayed at
+    # 1.06-1.21 in 3 repeated runs per law. Shorter runs measure mostly TFRC's start from r_0
+    # and do not hold (docs/reproductions.md).
     "004": ("fig2c-s3-friendly-10-flows", "60s", 1),
     "000": ("fig4-bfa-queue-below-half-1-5mbit", "20s", 2),
     "001": ("fig14-first-hop-busy", "20s", 2),

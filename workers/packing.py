@@ -217,20 +217,18 @@ class PackingLedger:
         try:
             while not self.try_admit(run_id, cost, budget, exclusive, asked_at):
                 now = time.monotonic()
+                wanted = True
                 if now >= next_ask:
                     next_ask = now + ask_every_s
-                    if not still_wanted():
-                        break
-                if now >= deadline:
-                    break
+                    wanted = still_wanted()
+                if not wanted or now >= deadline:
+                    self.give_up(run_id)  # not wanted any more, or no room in time
+                    return None
                 time.sleep(poll_s)
-            else:
-                return Admission(self, run_id, cost, budget, exclusive, asked_at, time.time())
         except BaseException:  # nobody waits behind a run that stopped asking
             self.give_up(run_id)
             raise
-        self.give_up(run_id)  # not wanted any more, or no room in time
-        return None
+        return Admission(self, run_id, cost, budget, exclusive, asked_at, time.time())
 
 
 def _key(run_id: str) -> str:

@@ -22,10 +22,10 @@ from ccbench.settings import get_settings
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    # WAL lets the API read while a worker writes; foreign keys for ON DELETE CASCADE.
+    # WAL lets the API read while a worker writes; foreign keys for ON DELETE CASCADE. The
+    # wait for another writer's lock is the driver's `timeout` (engine_for).
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={round(get_settings().sqlite_busy_timeout_s * 1000)}")
     cursor.close()
 
 
