@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure as emit
+from ccbench.analysis.checks import late_release_shares
 from ccbench.analysis.packetlog import queue_metrics, queue_metrics_from_file, read_packet_log
 from ccbench.analysis.run import analyze_run
 from ccbench.settings import get_settings
@@ -226,11 +227,11 @@ def timing_sample(rate_bps: float, duration_s: float, run_dir: Path) -> dict[str
     packets = stats["data"]["packets"] + stats["ack"]["packets"]
     spin_s = sum((stats[d].get("spin") or {}).get("cpu_s", 0.0) for d in ("data", "ack"))
     late = q["release_late_us_p99"]
-    # The forward emulator's releases later than its LATE_NOTE_US (100 µs), their lateness
-    # split by where it was: asleep past the release time (timer), woken but without a CPU
-    # (run delay), or in its own loop (busy): shares of that tail's lateness.
+    # The forward emulator's late releases (its `late_causes.above_us`), their lateness split by
+    # where it was: asleep past the release time (timer), woken but without a CPU (run delay),
+    # or in its own loop (busy): shares of that tail's lateness.
     causes = data.get("late_causes") or {}
-    tail_us = sum(causes.get(f"{k}_us", 0) for k in ("timer", "run_delay", "busy"))
+    shares = late_release_shares(data) or {}
     return {
         "late_p99_ms": late / 1e3 if late is not None else None,
         "wake_late_p99_us": (wakeups.get("late") or {}).get("us_p99"),
@@ -239,10 +240,7 @@ def timing_sample(rate_bps: float, duration_s: float, run_dir: Path) -> dict[str
         "spin_per_packet_us": 1e6 * spin_s / max(packets, 1),
         "host_busy": provenance.get("host_cpu_busy"),
         "late_tail_per_packet": causes.get("count", 0) / max(stats["data"]["packets"], 1),
-        **{
-            f"late_tail_{k}_share": causes.get(f"{k}_us", 0) / tail_us if tail_us else None
-            for k in ("timer", "run_delay", "busy")
-        },
+        **{f"late_tail_{k}_share": shares.get(k) for k in ("timer", "run_delay", "busy")},
     }
 
 

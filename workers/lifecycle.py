@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ccbench import jobs, rundir, workerpool
-from ccbench.analysis.checks import LOAD_SENSITIVE_CHECKS
+from ccbench.analysis.checks import spoiled_by_load
 from ccbench.analysis.run import RunAnalysis, analyze_run
 from ccbench.db.models import Experiment, FlowResult, Run, RunSeries, utcnow
 from ccbench.db.runs import heartbeat, refresh_experiment_status, transition
@@ -378,8 +378,7 @@ def _read_provenance(c: Claim) -> dict[str, Any]:
 
 def _store_and_finish(c: Claim, analysis: RunAnalysis, timings: dict[str, float]) -> str:
     provenance = _read_provenance(c)
-    spoiled = [ch for ch in analysis.summary.checks
-               if not ch.ok and ch.name in LOAD_SENSITIVE_CHECKS]  # fmt: skip
+    spoiled = spoiled_by_load(analysis.summary.checks)
     if spoiled and c.load_reruns < get_settings().pack_load_reruns:
         return _rerun_alone(c, provenance, spoiled, timings)
     with session_scope() as session:

@@ -4,6 +4,7 @@ timing, the host's CPU, the receivers' clocks)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from ccbench import rundir
@@ -26,6 +27,11 @@ LOAD_SENSITIVE_CHECKS = frozenset({"emulator_timing", "send_jitter", "host_cpu"}
 # Receivers' timestamps are moved to the sender's clock by the measured offset; beyond this
 # the offset's own error (half an ICMP round trip + 1 ms) could shift per-interval metrics.
 CLOCK_OFFSET_LIMIT_S = 0.01
+
+
+def spoiled_by_load(checks: Iterable[Check]) -> list[Check]:
+    """The failed checks that load on the host can spoil (LOAD_SENSITIVE_CHECKS)."""
+    return [c for c in checks if not c.ok and c.name in LOAD_SENSITIVE_CHECKS]
 
 
 def emulated_conditions(
@@ -177,7 +183,27 @@ def _scheduling(counters: dict[str, Any]) -> str:
         text += f"; its sleeps ended {late:.0f} us late at p99"
         if waited is not None:
             text += f" (runnable without a CPU: {waited:.0f} us at p99)"
+    shares = late_release_shares(counters)
+    if shares:
+        above = counters["late_causes"].get("above_us")  # not in logs before 2026-11-24
+        text += (
+            "; its late releases" + (f" (over {above} us)" if above else "") + " lost their time "
+            f"{shares['timer']:.0%} asleep past it, {shares['run_delay']:.0%} waiting for a CPU, "
+            f"{shares['busy']:.0%} in its own loop"
+        )
     return text
+
+
+def late_release_shares(counters: dict[str, Any]) -> dict[str, float] | None:
+    """Where an emulator's late releases (more than `late_causes.above_us` late) lost their time,
+    as shares of it, from its `late_causes` counters: `timer` (asleep past the release time: the
+    timer's interrupt came late, or on a VM the virtual CPU was not running), `run_delay` (woken
+    but without a CPU), `busy` (in its own loop, or stalled while spinning there). The first
+    two are the host's doing; `busy` is the emulator's. None when none was late."""
+    causes = counters.get("late_causes") or {}
+    parts = {k: float(causes.get(f"{k}_us", 0)) for k in ("timer", "run_delay", "busy")}
+    total = sum(parts.values())
+    return {k: v / total for k, v in parts.items()} if total else None
 
 
 def _send_jitter(spec: ExperimentSpec, delays: dict[int, LogDelays]) -> Check:

@@ -15,6 +15,7 @@ from ccbench.analysis.packetlog import read_packet_log, sender_key
 from ccbench.analysis.run import RunAnalysis, analyze_run
 from ccbench.settings import REPO_ROOT, get_settings
 from schemas import ExperimentSpec
+from tests.fidelity import assert_checks_hold
 from tests.hoststate import HostState
 from workers.planning import plan_for_spec
 from workers.testbeds.base import TestbedResult
@@ -131,8 +132,7 @@ def test_emulator_red_queue_from_the_packet_log(tmp_path: Path) -> None:
     analysis = analyze_run(tmp_path, spec)
     applied, aggregate = analysis.summary.applied, analysis.summary.aggregate
     assert applied.queue_source == "emulator_log"
-    checks = {c.name: c for c in analysis.summary.checks}
-    assert all(c.ok for c in checks.values()), checks
+    assert_checks_hold(analysis)
     # RED keeps the average queue between its thresholds, far below the 100-packet buffer.
     assert aggregate.queue_mean_pkts is not None and 3 < aggregate.queue_mean_pkts < 20
     assert aggregate.drops and aggregate.queue_max_pkts is not None
@@ -151,8 +151,7 @@ def test_bottleneck_jitter_is_timed_against_each_packets_own_schedule(tmp_path: 
     result, _ = run(spec, tmp_path)
     assert result.status == "done", result.describe()
     analysis = analyze_run(tmp_path, spec)
-    checks = {c.name: c for c in analysis.summary.checks}
-    assert all(c.ok for c in checks.values()), checks
+    assert_checks_hold(analysis)
     _, log = read_packet_log(tmp_path / "link-0-data.bin")
     data = np.asarray(log)
     data = data[data["fate"] == 0]
@@ -163,6 +162,8 @@ def test_bottleneck_jitter_is_timed_against_each_packets_own_schedule(tmp_path: 
     assert np.all(np.diff(due) >= 0)
     late = data["release_us"].astype(np.int64) - due
     assert late.min() >= 0
+    # The check's p99 may fail on the host's stalls (assert_checks_hold), its median may not.
+    assert np.median(late) < 200, np.median(late)
     # Measured against delay + jitter / 2 instead, about half the packets would count as more
     # than 1 ms late or early.
     against_mean = data["release_us"].astype(np.int64) - data["departure_us"] - 20_000 - 2000
@@ -243,7 +244,7 @@ def test_send_jitter_holds_each_senders_packets_not_its_acks(tmp_path: Path) -> 
     assert result.status == "done", result.describe()
     analysis = analyze_run(tmp_path, spec)
     checks = {c.name: c for c in analysis.summary.checks}
-    assert all(c.ok for c in checks.values()), checks
+    assert_checks_hold(analysis)
     assert "flow 0: uniform jitter of mean 2 ms" in checks["send_jitter"].detail
 
     def held_us(flow: int, delay_us: int) -> np.ndarray:
@@ -271,8 +272,10 @@ def test_send_jitter_holds_each_senders_packets_not_its_acks(tmp_path: Path) -> 
     ack = json.loads((tmp_path / "link-access-0-ack.json").read_text())["config"]
     assert (ack["delay_us"], ack["jitter_us"]) == (5000, 0)
     assert not (tmp_path / "link-access-1-ack.json").exists()
-    # Flow 0's minimum RTT is its base RTT: the smallest draws are near 0.
-    assert analysis.flows[0].rtt_min_s == pytest.approx(0.050, rel=0.05)
+    # Flow 0's minimum RTT is its base RTT (50 ms, its access delay included) plus the smallest
+    # hold among its RTT samples, less than the largest draw (4 ms): 51.6-52.6 ms in 4 runs.
+    assert analysis.flows[0].rtt_min_s is not None
+    assert 0.050 <= analysis.flows[0].rtt_min_s < 0.054, analysis.flows[0].rtt_min_s
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     assert "--arrival-time read" in provenance["links"]["link 0"]["forward"]
     # Every emulator runs as a real-time task; the timing check says how it was scheduled.

@@ -290,7 +290,7 @@ impl LateCauses {
     }
 
     fn summary(&self) -> serde_json::Value {
-        json!({"count": self.count, "timer_us": self.timer_us,
+        json!({"above_us": LATE_NOTE_US, "count": self.count, "timer_us": self.timer_us,
                "run_delay_us": self.run_delay_us, "busy_us": self.busy_us})
     }
 }
