@@ -334,6 +334,9 @@ class Stat:
     n: int
     unit: str
     failed: int = 0  # the point's runs that ended failed (or cancelled): not in n
+    # Of the n, the runs with a failed fidelity check (their network was not quite the one
+    # asked for, e.g. the host too busy to emulate it): counted, and said.
+    failed_checks: int = 0
 
 
 @dataclass(frozen=True)
@@ -423,18 +426,20 @@ def run_value(run: RunReport, measure: Measure) -> float | None:
 
 def measure_at(report: ExperimentReport | None, measure: Measure, at: dict[str, Any]) -> Stat:
     """The measure at its point (its where, plus `at`): median and SIQR over the point's
-    repetitions that finished (done)."""
+    repetitions that finished (done), and how many of those failed a fidelity check."""
     unit = METRICS[measure.metric].unit
     if report is None:
         return Stat(None, None, 0, unit)
     runs = _point_runs(report, {**measure.where, **at})
-    values = [
-        value
+    measured = [
+        (run, value)
         for run in runs
         if run.status == "done" and (value := run_value(run, measure)) is not None
     ]
+    values = [value for _, value in measured]
     failed = sum(1 for run in runs if run.status in ("failed", "cancelled"))
-    return Stat(median(values), siqr(values), len(values), unit, failed)
+    failed_checks = sum(1 for run, _ in measured if any(not c.ok for c in run.checks))
+    return Stat(median(values), siqr(values), len(values), unit, failed, failed_checks)
 
 
 def _each_values(

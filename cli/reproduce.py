@@ -264,6 +264,8 @@ def _stat(stat: Stat | float, unit: str) -> str:
     if isinstance(stat, float):
         return format_quantity(stat, unit)
     failed = f", {stat.failed} failed" if stat.failed else ""
+    if stat.failed_checks:
+        failed += f", {stat.failed_checks} with a failed check"
     if stat.median is None:
         return f"– (n=0{failed})"
     # A spread below the value's last digits is rounding noise (1 ± 5.6e-17): none.
@@ -394,6 +396,7 @@ def _stat_json(stat: Stat | float) -> Any:
         "siqr": stat.siqr,
         "n": stat.n,
         "failed": stat.failed,
+        "failed_checks": stat.failed_checks,
         "unit": stat.unit,
     }
 

@@ -32,6 +32,7 @@ from ccbench.reproduce import (
     templates_of,
 )
 from ccbench.settings import REPO_ROOT
+from cli.reproduce import _stat
 from schemas.matrix import MatrixSpec, Submission, expand_submission
 from schemas.report import ExperimentReport
 from schemas.reproduce import SEEDS, Claim, SeedClaims
@@ -234,6 +235,23 @@ def test_claims_compare_medians_over_finished_repetitions() -> None:
     only_reno = _report([r for r in runs if r["axis_values"][alg] == "reno"])
     assert evaluate(claim, {"t.yaml": only_reno}, {"t.yaml": matrix}).holds is None
     assert evaluate(claim, {"t.yaml": None}, {"t.yaml": matrix}).rows == []
+
+
+def test_runs_with_a_failed_check_count_and_are_named() -> None:
+    """A finished run whose own fidelity check failed still counts (its numbers are kept), but
+    the row says how many of its n did: the reader judges whether the claim rests on them."""
+    alg = "flows[*].algorithm"
+    matrix = _matrix((alg, ["reno", "bfa"]))
+    failed_check = {"name": "host_cpu", "ok": False, "detail": "host CPUs 97% busy"}
+    passed_check = {"name": "delay", "ok": True, "detail": "minimum RTT as configured"}
+    runs = [
+        {**_run(0, {alg: "bfa"}, "done", [("bfa", 1.0)], queue_mean_pkts=q), "checks": checks}
+        for q, checks in ((4.0, [failed_check, passed_check]), (6.0, [passed_check]), (5.0, []))
+    ]
+    claim = _claim(measure={"metric": "queue_mean_pkts", "where": {alg: "bfa"}}, op="<", than=10)
+    [row] = evaluate(claim, {"t.yaml": _report(runs)}, {"t.yaml": matrix}).rows
+    assert (row.measured.n, row.measured.failed_checks, row.holds) == (3, 1, True)
+    assert _stat(row.measured, "pkt") == "5 ± 0.5 pkt (n=3, 1 with a failed check)"
 
 
 def test_flow_metrics_each_value_and_numbers() -> None:
