@@ -1,9 +1,11 @@
 """Asserting a run's fidelity checks in a test, on a host whose own timing wobbles.
 
-On these VMs the virtual CPUs stop for milliseconds now and then, idle or not: a real-time
-thread (SCHED_FIFO, 1 ns timer slack) sleeping 1 ms at a time woke 60 us late at the median,
-240-310 us at p99, 1.6-2.2 ms at p99.9 and up to 7.4 ms at worst (three 10 s samples with
-nothing else running, 2026-11-24). No process inside the guest can prevent that, and enough
+On these VMs the virtual CPUs stop for milliseconds now and then, idle or not, depending on
+what else their host runs: a real-time thread (SCHED_FIFO, 1 ns timer slack) sleeping 1 ms at
+a time woke 60 us late at the median, 240-310 us at p99, 1.6-2.2 ms at p99.9 and up to 7.4 ms
+at worst (three 10 s samples with nothing else running, 2026-11-24 19:50 UTC); fifty minutes
+later the same samples gave 85-101 us, 125-205 us and 392-655 us. No process inside the guest
+can prevent that, and enough
 such stalls in a short run push an emulator's p99 release lateness past its 1 ms limit (in 2
 of 4 runs of the RED test that day, and in 4 of 4 runs with five emulators). Whether the host
 keeps time is a benchmark's question (`make bench-link`, which reports where late releases
