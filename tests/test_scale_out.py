@@ -47,8 +47,13 @@ def test_three_worker_machines_run_a_matrix_and_survive_a_kill(tmp_path: Path) -
         ]
         runs = [api.get(f"/v1/runs/{r['id']}", params={"series": False}).json()
                 for r in detail["runs"]]  # fmt: skip
-        # Exactly once: one attempt each, but the killed one's retry; spread over workers.
-        attempts = {r["id"]: r["attempt"] for r in runs}
+        # Exactly once: one attempt each, but the killed one's retry; spread over workers. A run
+        # whose load-sensitive checks failed (three workers on two CPUs of a VM that stalls now
+        # and then: tests/fidelity.py) runs again alone, by design: an attempt of its own, counted
+        # in load_reruns (once in CI, 2026-11-24: the killed run's retry).
+        reruns = {r["id"]: r["load_reruns"] for r in runs if r["load_reruns"]}
+        print(f"runs re-run alone after a load-sensitive check failed: {reruns}")
+        attempts = {r["id"]: r["attempt"] - r["load_reruns"] for r in runs}
         assert attempts[victim_run] == 2
         assert all(n == 1 for run_id, n in attempts.items() if run_id != victim_run), attempts
         finished_by = {r["id"]: r["worker_id"] for r in runs}
