@@ -186,8 +186,11 @@ fn heavy_loss_from_a_tiny_buffer_still_delivers_every_byte_exactly_once() {
         assert_eq!(close["integrity"], "ok", "{cc}: {close}");
         assert_eq!(close["missing_pkts"], 0);
         assert_eq!(close["total_bytes"], summary["bytes_acked"]);
+        // Far from stalled: a sender stuck after a loss delivers next to nothing. Not a
+        // throughput target: Reno's backed-off timeouts at three packets of buffer can take
+        // half of the 2 s (0.71 MB delivered in one CI run, 2026-11-24; usually over 1 MB).
         assert!(
-            close["total_bytes"].as_u64().unwrap() > 1_000_000,
+            close["total_bytes"].as_u64().unwrap() > 300_000,
             "{cc}: {close}"
         );
     }
