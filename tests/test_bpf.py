@@ -77,6 +77,13 @@ def test_trace_samples_decode_with_named_fixed_point_state() -> None:
         "event": "loss", "cwnd_pkts": 20, "ssthresh_pkts": None, "srtt_s": 0.041,
         "state": {"diff": 1.5, "srv_us": -12},
     }  # fmt: skip
+    # Above TCP_INFINITE_SSTHRESH no controller returns it: flagged, not read as infinite.
+    stale = bpf_trace.SAMPLE.pack(
+        2_500_000_000, 8, 0, 43210, 0, 20, 0x81104110, 41000, 0, 0, 0, 0
+    )  # fmt: skip
+    flagged = bpf_trace.decode(stale, "cbx", [], clock_offset_s=0.0)
+    assert flagged["ssthresh_pkts"] is None and flagged["ssthresh_invalid"] is True
+    assert "ssthresh_invalid" not in sample
 
 
 def rodata_of(name: str) -> dict[str, Any]:

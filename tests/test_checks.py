@@ -1,12 +1,18 @@
-"""The emulator's timing check explains itself: where its late releases lost their time."""
+"""The emulator's timing check explains itself: where its late releases lost their time. A
+sender whose ssthresh left the range controllers return fails the controller check."""
 
 from __future__ import annotations
 
 import pytest
 
-from ccbench.analysis.checks import _emulator_timing, late_release_shares, spoiled_by_load
+from ccbench.analysis.checks import (
+    _emulator_timing,
+    controller_state_check,
+    late_release_shares,
+    spoiled_by_load,
+)
 from ccbench.analysis.queue import EmulatorTiming
-from schemas import Check
+from schemas import Check, ExperimentSpec
 
 COUNTERS = {
     "scheduling": {"policy": "fifo", "priority": 10},
@@ -49,3 +55,50 @@ def test_only_failed_load_sensitive_checks_are_spoiled_by_load() -> None:
         Check(name="rate", ok=False, detail=""),
     ]
     assert [c.name for c in spoiled_by_load(checks)] == ["emulator_timing"]
+
+
+def _dumbbell(*flows: dict[str, str]) -> ExperimentSpec:
+    return ExperimentSpec.model_validate({
+        "name": "controller-state",
+        "topology": {"kind": "dumbbell", "bottleneck": {"rate": "10Mbit", "delay": "20ms"}},
+        "flows": list(flows),
+        "duration": "10s",
+    })  # fmt: skip
+
+
+def _info(ts: float, ssthresh: int | None, invalid: bool = False) -> dict[str, object]:
+    sample: dict[str, object] = {"ts": ts, "type": "tcp_info", "cwnd_pkts": 10,
+                                 "ssthresh_pkts": ssthresh}  # fmt: skip
+    if invalid:
+        sample["ssthresh_invalid"] = True
+    return sample
+
+
+SENDERS: list[tuple[str, int] | None] = [("10.1.1.1", 40000), ("10.1.2.1", 40001)]
+
+
+def test_an_impossible_ssthresh_fails_the_controller_check_and_names_the_flow() -> None:
+    spec = _dumbbell({"algorithm": "reno"}, {"algorithm": "aaimd", "runtime": "bpf"})
+    clean = [[_info(100.0, None), _info(101.0, 12)], [_info(100.0, 8)]]
+    check = controller_state_check(spec, clean, SENDERS, [], t0=100.0)
+    assert check is not None and check.ok, check
+    # Flow 1's sender later held the stale word measured on this kernel (0x81104110).
+    runaway = [clean[0], [_info(100.0, 8), _info(103.25, None, invalid=True),
+                          _info(103.5, None, invalid=True)]]  # fmt: skip
+    check = controller_state_check(spec, runaway, SENDERS, [], t0=100.0)
+    assert check is not None and not check.ok
+    assert check.detail.endswith(": flow 1 from 3.2 s")
+    # The BPF state trace alone is enough: matched to its flow by the sender's address, or
+    # named by it when no flow has it.
+    trace = [{"ts": 104.0, "saddr": "10.1.2.1", "sport": 40001, "event": "round",
+              "ssthresh_pkts": None, "ssthresh_invalid": True}]  # fmt: skip
+    check = controller_state_check(spec, clean, SENDERS, trace, t0=100.0)
+    assert check is not None and not check.ok
+    assert check.detail.endswith(": flow 1 from 4.0 s")
+    check = controller_state_check(spec, clean, [SENDERS[0], None], trace, t0=100.0)
+    assert check is not None and check.detail.endswith("10.1.2.1:40001 (BPF trace, no flow)")
+
+
+def test_userspace_flows_have_no_controller_check() -> None:
+    spec = _dumbbell({"algorithm": "reno", "agent": "userspace"})
+    assert controller_state_check(spec, [[_info(0.0, None, invalid=True)]], [None], [], 0.0) is None

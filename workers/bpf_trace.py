@@ -113,6 +113,7 @@ def decode(
         "event": EVENTS[event] if event < len(EVENTS) else str(event),
         "cwnd_pkts": cwnd,
         "ssthresh_pkts": None if ssthresh >= INFINITE_SSTHRESH else ssthresh,
+        **({"ssthresh_invalid": True} if ssthresh > INFINITE_SSTHRESH else {}),
         "srtt_s": srtt_us / 1e6,
         "state": state_values(fields, tuple(raw)),
     }

@@ -68,6 +68,11 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         )
     else:
         applied, found = checks.real_path_conditions(spec, provenance, min_rtts)
+    controller = checks.controller_state_check(
+        spec, [f.info for f in logs], [f.sender_address for f in logs], trace, t0
+    )
+    if controller is not None:
+        found.append(controller)
     return RunAnalysis(
         flow_metrics, RunResult(aggregate=aggregate, applied=applied, checks=found), series
     )

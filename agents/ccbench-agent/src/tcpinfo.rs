@@ -94,6 +94,11 @@ impl TcpInfo {
         m.insert("cwnd_pkts".into(), json!(self.snd_cwnd));
         let ssthresh = (self.snd_ssthresh < INFINITE_SSTHRESH).then_some(self.snd_ssthresh);
         m.insert("ssthresh_pkts".into(), json!(ssthresh));
+        if self.snd_ssthresh > INFINITE_SSTHRESH {
+            // No controller returns this: the kernel missed a BPF controller's ssthresh call
+            // and its repair failed (agents/kernel/bpf/ccbench_cc.h). Flagged, never dropped.
+            m.insert("ssthresh_invalid".into(), json!(true));
+        }
         m.insert("srtt_s".into(), json!(self.rtt_us as f64 / 1e6));
         m.insert("rttvar_s".into(), json!(self.rttvar_us as f64 / 1e6));
         let min_rtt = self
@@ -156,6 +161,16 @@ mod tests {
         assert_eq!(line["srtt_s"], json!(0.0405));
         assert_eq!(line["flow"], json!(3));
         assert_eq!(line["in_flight_pkts"], json!(12 - 3 - 2 + 1));
+        assert!(line.get("ssthresh_invalid").is_none());
+    }
+
+    #[test]
+    fn an_ssthresh_above_infinite_is_flagged_not_hidden() {
+        let mut b = sample();
+        b[76..80].copy_from_slice(&0x8110_4110u32.to_ne_bytes()); // the stale word, measured
+        let line = decode(&b).unwrap().to_json(1.0, 0);
+        assert_eq!(line["ssthresh_pkts"], Value::Null);
+        assert_eq!(line["ssthresh_invalid"], json!(true));
     }
 
     #[test]
