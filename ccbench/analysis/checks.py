@@ -1,6 +1,7 @@
 """Fidelity: what the testbed applied against what the spec asked for, and the checks that the
 configured network was really there (delay, rate, buffer, per-flow RTTs, the emulator's
-timing, the host's CPU, the receivers' clocks)."""
+timing, the host's CPU, the receivers' clocks) and that each kernel sender's congestion state
+stayed possible (controller_state)."""
 
 from __future__ import annotations
 
