@@ -173,7 +173,9 @@ def test_flows_over_the_real_path(lab: SshHosts, team: dict[str, str]) -> None:
     applied = run.aggregate["applied"]
     assert applied["link_mechanism"] == "none" and applied["queue_source"] == "none"
     assert applied["delay_s"] is None and applied["ping_rtt_min_s"] < 0.005
-    assert [c["name"] for c in run.aggregate["checks"]] == ["clock"]
+    checks = {c["name"]: c for c in run.aggregate["checks"]}
+    assert list(checks) == ["clock", "controller_state"]
+    assert checks["controller_state"]["ok"], checks["controller_state"]
     report = TestClient(app).get(f"/v1/runs/{run.id}", headers=team).json()
     goodputs = [f["metrics"]["goodput_bps"] for f in report["flows"]]
     assert all(g > 10e6 for g in goodputs), goodputs

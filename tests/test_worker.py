@@ -321,6 +321,11 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
                 )
                 controllers = [c["name"] for c in plan["controllers"]]
                 assert set(controllers) <= set(bpf.registered()), controllers
+                # Looked up again just before the kill: a run that ended meanwhile has left its
+                # worker's pool process to another run (once a retry, which then failed).
+                fresh = run_rows([run_id])[run_id]
+                if (fresh.status, fresh.attempt, fresh.worker_id) != ("running", 1, row.worker_id):
+                    continue
                 [owner] = [w for w in workers if w.id == row.worker_id]
                 owner.kill_pool_process()
                 killed[run_id] = controllers

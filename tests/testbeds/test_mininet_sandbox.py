@@ -373,8 +373,11 @@ def test_parking_lot_wires_each_flow_through_its_hops(tmp_path: Path) -> None:
     assert checks["flow_rtts"].ok and checks["rate"].ok, checks
     # The rate check holds the T1 hop to 1.5 Mbit/s while backlogged; over the 3 s measured,
     # three Reno flows at a 104 ms RTT leave it idle now and then (0.91 of it used, measured).
+    # Goodput counts the receivers' 10 ms reports whose time falls in the window, so the first
+    # one can carry bytes from before it, more when a stalled receiver reports late: once in
+    # CI 1.07% over the link (32 ms worth of it), hence 2% above, not 1%.
     goodput = sum(f.goodput_bps or 0 for f in analysis.flows)
-    assert 0.8 * 1.5e6 * 1448 / 1500 < goodput <= 1.01 * 1.5e6 * 1448 / 1500, goodput
+    assert 0.8 * 1.5e6 * 1448 / 1500 < goodput <= 1.02 * 1.5e6 * 1448 / 1500, goodput
     # Base RTTs: 2 x (1 + 50 + 1) ms for the long flow, 2 x (50 + 1) ms for the two others.
     rtts = [f.rtt_min_s for f in analysis.flows]
     assert rtts == pytest.approx([0.104, 0.102, 0.102], rel=0.05), rtts
