@@ -11,6 +11,7 @@ from ccbench.analysis.checks import (
     late_release_shares,
     spoiled_by_load,
 )
+from ccbench.analysis.logs import FlowLogs, trace_by_flow
 from ccbench.analysis.queue import EmulatorTiming
 from schemas import Check, ExperimentSpec
 
@@ -74,31 +75,42 @@ def _info(ts: float, ssthresh: int | None, invalid: bool = False) -> dict[str, o
     return sample
 
 
-SENDERS: list[tuple[str, int] | None] = [("10.1.1.1", 40000), ("10.1.2.1", 40001)]
+NO_TRACE: list[list[dict[str, object]]] = [[], []]
 
 
 def test_an_impossible_ssthresh_fails_the_controller_check_and_names_the_flow() -> None:
     spec = _dumbbell({"algorithm": "reno"}, {"algorithm": "aaimd", "runtime": "bpf"})
     clean = [[_info(100.0, None), _info(101.0, 12)], [_info(100.0, 8)]]
-    check = controller_state_check(spec, clean, SENDERS, [], t0=100.0)
+    check = controller_state_check(spec, clean, NO_TRACE, t0=100.0)
     assert check is not None and check.ok, check
     # Flow 1's sender later held the stale word measured on this kernel (0x81104110).
     runaway = [clean[0], [_info(100.0, 8), _info(103.25, None, invalid=True),
                           _info(103.5, None, invalid=True)]]  # fmt: skip
-    check = controller_state_check(spec, runaway, SENDERS, [], t0=100.0)
+    check = controller_state_check(spec, runaway, NO_TRACE, t0=100.0)
     assert check is not None and not check.ok
     assert check.detail.endswith(": flow 1 from 3.2 s")
-    # The BPF state trace alone is enough: matched to its flow by the sender's address, or
-    # named by it when no flow has it.
-    trace = [{"ts": 104.0, "saddr": "10.1.2.1", "sport": 40001, "event": "round",
-              "ssthresh_pkts": None, "ssthresh_invalid": True}]  # fmt: skip
-    check = controller_state_check(spec, clean, SENDERS, trace, t0=100.0)
+    # The flow's BPF state trace alone is enough, from its earliest flagged sample.
+    sample = {"ts": 104.0, "saddr": "10.1.2.1", "sport": 40001, "event": "round",
+              "ssthresh_pkts": None, "ssthresh_invalid": True}  # fmt: skip
+    check = controller_state_check(spec, clean, [[], [sample]], t0=100.0)
     assert check is not None and not check.ok
     assert check.detail.endswith(": flow 1 from 4.0 s")
-    check = controller_state_check(spec, clean, [SENDERS[0], None], trace, t0=100.0)
-    assert check is not None and check.detail.endswith("10.1.2.1:40001 (BPF trace, no flow)")
+    check = controller_state_check(spec, runaway, [[], [sample]], t0=100.0)
+    assert check is not None and check.detail.endswith(": flow 1 from 3.2 s")
+
+
+def test_the_state_trace_is_split_by_each_flows_sender_address() -> None:
+    senders = [FlowLogs.of([{"type": "summary", "local": "10.1.1.1:40000"}], []),
+               FlowLogs.of([], []),  # a sender that reported no address
+               FlowLogs.of([{"type": "summary", "local": "10.1.3.1:40002"}], [])]  # fmt: skip
+    trace = [{"saddr": "10.1.3.1", "sport": 40002, "seq": 0},
+             {"saddr": "10.1.1.1", "sport": 40000, "seq": 1},
+             {"saddr": "10.1.1.1", "sport": 40009, "seq": 2},  # another socket
+             {"saddr": "10.1.3.1", "sport": 40002, "seq": 3}]  # fmt: skip
+    per_flow = trace_by_flow(senders, trace)
+    assert [[s["seq"] for s in samples] for samples in per_flow] == [[1], [], [0, 3]]
 
 
 def test_userspace_flows_have_no_controller_check() -> None:
     spec = _dumbbell({"algorithm": "reno", "agent": "userspace"})
-    assert controller_state_check(spec, [[_info(0.0, None, invalid=True)]], [None], [], 0.0) is None
+    assert controller_state_check(spec, [[_info(0.0, None, invalid=True)]], [[]], 0.0) is None

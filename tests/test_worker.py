@@ -322,7 +322,8 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
                 controllers = [c["name"] for c in plan["controllers"]]
                 assert set(controllers) <= set(bpf.registered()), controllers
                 # Looked up again just before the kill: a run that ended meanwhile has left its
-                # worker's pool process to another run (once a retry, which then failed).
+                # worker's pool process to another run (the likely cause of two failed retries
+                # in one CI run, 2026-11-25; not proven).
                 fresh = run_rows([run_id])[run_id]
                 if (fresh.status, fresh.attempt, fresh.worker_id) != ("running", 1, row.worker_id):
                     continue

@@ -6,7 +6,7 @@ get is typed: each flow's lines sorted by kind (`FlowLogs`), the testbed's prove
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,18 @@ class FlowLogs:
             return None
         address, _, port = str(self.summary["local"]).rpartition(":")
         return address, int(port)
+
+
+def trace_by_flow(logs: Sequence[FlowLogs], trace: Iterable[Line]) -> list[list[Line]]:
+    """Each flow's samples of the BPF state trace: those of its sender's address and port
+    (`FlowLogs.sender_address`). A flow whose sender reported no address gets none."""
+    flow_of = {logs_.sender_address: i for i, logs_ in enumerate(logs) if logs_.sender_address}
+    per_flow: list[list[Line]] = [[] for _ in logs]
+    for sample in trace:
+        i = flow_of.get((sample["saddr"], sample["sport"]))
+        if i is not None:
+            per_flow[i].append(sample)
+    return per_flow
 
 
 @dataclass(frozen=True)

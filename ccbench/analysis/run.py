@@ -18,6 +18,7 @@ from ccbench.analysis.logs import (
     Provenance,
     read_jsonl,
     to_sender_clock,
+    trace_by_flow,
 )
 from ccbench.analysis.metrics import Window
 from ccbench.analysis.series import Columns, downsample, fairness_over_time, flow_series
@@ -44,12 +45,13 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
     t0 = _common_start(spec, logs)
     trace_path = run_dir / rundir.BPF_TRACE
     trace = list(read_jsonl(trace_path)) if trace_path.exists() else []
+    traces = trace_by_flow(logs, trace)
     run_window = Window(t0 + spec.measurement.skip_start, t0 + spec.duration)
     series: dict[str, Columns] = {}
     analyzed: list[flows.FlowAnalysis] = []
     for i, flow in enumerate(spec.flows):
         analyzed.append(flows.analyze_flow(spec, i, logs[i], run_window, t0))
-        series.update(flow_series(i, flow.agent, logs[i], trace, t0))
+        series.update(flow_series(i, flow.agent, logs[i], traces[i], t0))
 
     bottleneck = _queue(run_dir, spec, provenance, run_window, t0, analyzed)
     flows.with_queue(analyzed, bottleneck)
@@ -68,9 +70,7 @@ def analyze_run(run_dir: Path, spec: ExperimentSpec) -> RunAnalysis:
         )
     else:
         applied, found = checks.real_path_conditions(spec, provenance, min_rtts)
-    controller = checks.controller_state_check(
-        spec, [f.info for f in logs], [f.sender_address for f in logs], trace, t0
-    )
+    controller = checks.controller_state_check(spec, [f.info for f in logs], traces, t0)
     if controller is not None:
         found.append(controller)
     return RunAnalysis(

@@ -29,7 +29,8 @@ def flow_series(
     """Flow `index`'s series by name: its sender's samples (`flow-<i>.tcp_info`, with the bytes
     it sent so far), goodput per receiver interval with the bytes received so far (`.goodput`)
     and, where recorded, its controller's state (`.cc_state`):
-    a userspace controller's from the transport's lines, a BPF controller's from the trace."""
+    a userspace controller's from the transport's lines, a BPF controller's from `trace`, the
+    flow's own samples of the state trace (`logs.trace_by_flow`)."""
     info = logs.info
     series = {
         f"flow-{index}.tcp_info": downsample(
@@ -48,8 +49,8 @@ def flow_series(
     state: Columns = {}
     if agent == "userspace":
         state = _state_columns([s for s in info if s.get("state")], t0)
-    elif logs.summary and logs.summary.get("local") and trace:
-        state = _bpf_state(trace, str(logs.summary["local"]), t0)
+    elif trace:
+        state = _state_columns(trace, t0)
     if state:
         series[f"flow-{index}.cc_state"] = downsample(state)
     return series
@@ -65,15 +66,6 @@ def _state_columns(samples: Sequence[Line], t0: float) -> Columns:
     for name in fields:
         columns[name] = [s["state"].get(name) for s in samples]
     return columns
-
-
-def _bpf_state(trace: Sequence[Line], local: str, t0: float) -> Columns:
-    """A flow's BPF controller state: its samples are those of its sender's address and port
-    (`local` as the agent reports it, "10.0.0.1:43210")."""
-    address, _, port = local.rpartition(":")
-    return _state_columns(
-        [s for s in trace if s["saddr"] == address and str(s["sport"]) == port], t0
-    )
 
 
 def _goodput_series(received: Sequence[Line], t0: float) -> Columns:
