@@ -336,6 +336,13 @@ class TransportOptions(StrictModel):
         "seed 000 assumes, while RTT samples stay fine)",
     )
     delayed_acks: bool = Field(False, description="ACK every second packet (or after 40 ms)")
+    receive_window: int | None = Field(
+        None,
+        ge=1,
+        description="the receiver's advertised window in packets: at most this many "
+        "outstanding above the cumulative ACK (ns-2's `window_`; seed 003 caps windows at 100); "
+        "none: unlimited",
+    )
 
 
 class Flow(StrictModel):

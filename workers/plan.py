@@ -253,8 +253,14 @@ def sender_args(flow: FlowPlan, dst: str, interval: int, seed: int, out_dir: str
             "--min-rto-ms", milliseconds(t["min_rto"]),
             "--rto-granularity-ms", milliseconds(t["rto_granularity"]),
             "--initial-window", str(flow.initial_window),
+            *receive_window_args(t["receive_window"]),
             "--seed", str(own_seed),  # TFRC's S3 rounds: flows must not draw the same lengths
             *traffic_args(flow.traffic, own_seed), *out]  # fmt: skip
+
+
+def receive_window_args(packets: int | None) -> list[str]:
+    """usend's receive window flag: none when the spec leaves it unlimited."""
+    return [] if packets is None else ["--receive-window", str(packets)]
 
 
 def start_args(start_at: float) -> list[str]:

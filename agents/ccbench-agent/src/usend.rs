@@ -41,6 +41,10 @@ pub struct USendArgs {
     /// Packets the controller's window starts with (10 as Linux; the seeds' simulations: 1).
     #[arg(long, default_value_t = defaults::INITIAL_WINDOW)]
     pub initial_window: u32,
+    /// The receiver's advertised window in packets: at most this many outstanding above the
+    /// cumulative ACK (unlimited without it).
+    #[arg(long)]
+    pub receive_window: Option<u32>,
     /// One log line per ACK.
     #[arg(long)]
     pub per_ack: bool,
@@ -356,11 +360,17 @@ fn sender_config(args: &USendArgs) -> Result<SenderConfig, AgentError> {
             "--initial-window must be at least 1 packet",
         ));
     }
+    if args.receive_window == Some(0) {
+        return Err(AgentError::usage(
+            "--receive-window must be at least 1 packet",
+        ));
+    }
     Ok(SenderConfig {
         mss: args.mss,
         min_rto: ms_flag("--min-rto-ms", args.min_rto_ms)?,
         rto_granularity: ms_flag("--rto-granularity-ms", args.rto_granularity_ms)?,
         initial_window: args.initial_window,
+        receive_window: args.receive_window.or(defaults::RECEIVE_WINDOW),
     })
 }
 

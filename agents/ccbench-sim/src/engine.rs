@@ -202,6 +202,7 @@ impl Engine {
             min_rto: sim.rto.min,
             rto_granularity: sim.rto.granularity,
             initial_window: sim.initial_window,
+            receive_window: None,
         };
         let flows = sim
             .flows

@@ -46,6 +46,11 @@ pub struct SenderConfig {
     pub rto_granularity: Duration,
     /// Packets the controller's window starts with (`Controller::set_initial_window`).
     pub initial_window: u32,
+    /// The receiver's advertised window in packets (None: unlimited): a new packet is sent
+    /// only while fewer than this many are outstanding above the cumulative ACK point, as a
+    /// TCP sender never sends past snd_una + rwnd. Retransmissions are not held back. The
+    /// controller's own window is not capped (as ns-2's `cwnd_` is not by its `window_`).
+    pub receive_window: Option<u32>,
 }
 
 /// The spec's `transport` defaults (`crate::defaults`, generated from schemas/spec.py).
@@ -56,6 +61,7 @@ impl Default for SenderConfig {
             min_rto: defaults::MIN_RTO,
             rto_granularity: defaults::RTO_GRANULARITY,
             initial_window: defaults::INITIAL_WINDOW,
+            receive_window: defaults::RECEIVE_WINDOW,
         }
     }
 }
@@ -386,6 +392,11 @@ impl Sender {
                 _ => {
                     self.rtx_queue.pop_front();
                 }
+            }
+        }
+        if let Some(rwnd) = self.config.receive_window {
+            if self.next_seq >= self.cum_ack + u64::from(rwnd) {
+                return None;
             }
         }
         let left = app_total.saturating_sub(self.stats.new_bytes);

@@ -96,6 +96,7 @@ fn sender(recovery: Recovery, rate: Option<f64>) -> (Sender, Arc<Mutex<CcLog>>) 
         min_rto: Duration::from_millis(200),
         rto_granularity: Duration::from_millis(1),
         initial_window: 1,
+        receive_window: None,
     };
     (Sender::new(config, Box::new(cc)), log)
 }
@@ -352,6 +353,7 @@ fn a_fast_retransmission_behind_a_full_queue_gets_a_whole_rto() {
             min_rto: Duration::from_millis(200),
             rto_granularity: Duration::from_millis(1),
             initial_window: 1,
+            receive_window: None,
         };
         let mut s = Sender::new(config, Box::new(cc));
         let mut r = receiver(true);
@@ -481,6 +483,7 @@ fn a_pacing_rate_that_rises_applies_at_once_and_one_that_falls_keeps_the_slot() 
         min_rto: Duration::from_millis(200),
         rto_granularity: Duration::from_millis(1),
         initial_window: 1,
+        receive_window: None,
     };
     let mut s = Sender::new(config, Box::new(SharedRateCc(Arc::clone(&rate))));
     assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
@@ -623,4 +626,56 @@ fn an_rtt_sample_ends_when_the_kernel_received_the_ack_not_when_it_was_read() {
     assert_eq!(late.rtt, Some(ms(60)));
     // Without a receive time the sample ends when the ACK is read.
     assert_eq!(s.on_ack(ms(97), &ack(1)).rtt, Some(ms(97)));
+}
+
+#[test]
+fn the_receive_window_holds_new_packets_but_not_retransmissions() {
+    let cc = TestCc {
+        recovery: Recovery::NewReno,
+        cwnd: 10.0,
+        ssthresh: f64::INFINITY,
+        rate: None,
+        log: Arc::new(Mutex::new(CcLog::default())),
+    };
+    let config = SenderConfig {
+        mss: MSS,
+        min_rto: Duration::from_millis(200),
+        rto_granularity: Duration::from_millis(1),
+        initial_window: 1,
+        receive_window: Some(4),
+    };
+    let mut s = Sender::new(config, Box::new(cc));
+    let sent = |p: Poll| match p {
+        Poll::Send(t) => Some((t.seq, t.retransmission)),
+        _ => None,
+    };
+    // A window of 10 but 4 packets advertised: 0-3 go, then nothing.
+    for seq in 0..4 {
+        assert_eq!(sent(s.poll_send(ms(0), u64::MAX)), Some((seq, false)));
+    }
+    assert_eq!(s.poll_send(ms(0), u64::MAX), Poll::Blocked);
+    let ack = |echo_seq: u64, cum_ack: u64, sack: u64| AckPacket {
+        flow: 0,
+        echo_seq,
+        echo_sent_us: 0,
+        cum_ack,
+        sack,
+        feedback: 0,
+        duplicate: false,
+    };
+    // The cumulative point moves to 1: one more (4), then the window is full again.
+    s.on_ack(ms(50), &ack(0, 1, 0));
+    assert_eq!(sent(s.poll_send(ms(50), u64::MAX)), Some((4, false)));
+    assert_eq!(s.poll_send(ms(50), u64::MAX), Poll::Blocked);
+    // 1 is lost (2, 3 and 4 arrive): the cumulative point stays at 1, so no new packet may
+    // go, but the retransmission of 1 does.
+    s.on_ack(ms(60), &ack(2, 1, 0));
+    s.on_ack(ms(61), &ack(3, 1, 0b1));
+    s.on_ack(ms(62), &ack(4, 1, 0b11));
+    assert_eq!(sent(s.poll_send(ms(62), u64::MAX)), Some((1, true)));
+    assert_eq!(s.poll_send(ms(62), u64::MAX), Poll::Blocked);
+    // Once it is acknowledged, every packet up to 5 is: new packets go again (as many as the
+    // controller's window, cut by the loss, allows).
+    s.on_ack(ms(120), &ack(1, 5, 0b111));
+    assert_eq!(sent(s.poll_send(ms(120), u64::MAX)), Some((5, false)));
 }
