@@ -125,6 +125,19 @@ struct Trace {
     end: Duration,
 }
 
+/// An ACK echoing `echo_seq`, with the cumulative point and SACK bits given.
+fn ack(echo_seq: u64, cum_ack: u64, sack: u64) -> AckPacket {
+    AckPacket {
+        flow: 0,
+        echo_seq,
+        echo_sent_us: 0,
+        cum_ack,
+        sack,
+        feedback: 0,
+        duplicate: false,
+    }
+}
+
 fn us(v: u64) -> Duration {
     Duration::from_micros(v)
 }
@@ -577,15 +590,6 @@ fn an_ack_that_starts_an_event_names_the_first_lost_packet_and_the_recovery_flag
         for _ in 0..6 {
             assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
         }
-        let ack = |echo_seq: u64, cum_ack: u64, sack: u64| AckPacket {
-            flow: 0,
-            echo_seq,
-            echo_sent_us: 0,
-            cum_ack,
-            sack,
-            feedback: 0,
-            duplicate: false,
-        };
         let first = s.on_ack(ms(20), &ack(0, 1, 0));
         assert_eq!(
             (first.loss, first.first_lost, first.in_recovery),
@@ -654,15 +658,6 @@ fn the_receive_window_holds_new_packets_but_not_retransmissions() {
         assert_eq!(sent(s.poll_send(ms(0), u64::MAX)), Some((seq, false)));
     }
     assert_eq!(s.poll_send(ms(0), u64::MAX), Poll::Blocked);
-    let ack = |echo_seq: u64, cum_ack: u64, sack: u64| AckPacket {
-        flow: 0,
-        echo_seq,
-        echo_sent_us: 0,
-        cum_ack,
-        sack,
-        feedback: 0,
-        duplicate: false,
-    };
     // The cumulative point moves to 1: one more (4), then the window is full again.
     s.on_ack(ms(50), &ack(0, 1, 0));
     assert_eq!(sent(s.poll_send(ms(50), u64::MAX)), Some((4, false)));
