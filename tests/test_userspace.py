@@ -189,7 +189,8 @@ def test_every_byte_arrives_exactly_once_under_random_loss(tmp_path: Path) -> No
 def test_the_receive_window_caps_a_flow_below_the_path(tmp_path: Path) -> None:
     """`transport.receive_window` (seed 003's window cap of 100 packets, ns-2's `window_`): a
     Reno flow with room for 33 packets in the pipe and 33 in the queue keeps at most 10 out,
-    so it sends 10 packets per round trip and never queues."""
+    so it sends 10 packets per round trip and never queues; its controller's window stops
+    there too (a loss would halve what was in flight, as ns-2 halves min(cwnd_, window_))."""
     before = HostState.capture()
     flows = [{"algorithm": "reno", "agent": "userspace", "transport": {"receive_window": 10}}]
     _, analysis = run(spec(flows, "10Mbit", "1bdp", "8s"), tmp_path, "us-rwnd")
@@ -202,6 +203,7 @@ def test_the_receive_window_caps_a_flow_below_the_path(tmp_path: Path) -> None:
           f"10 packets per minimum RTT {window_rate / 1e6:.3f} Mbit/s; mean queue "
           f"{analysis.summary.aggregate.queue_mean_pkts} pkt")  # fmt: skip
     assert most_out <= 10
+    assert max(r["cwnd_pkts"] for r in transport) == 10
     # Unlimited, Reno fills the 10 Mbit/s link (9.65 of payload); here it gets 10 packets a
     # round trip (2.9 Mbit/s at 40 ms).
     assert 0.85 * window_rate < flow.goodput_bps < 1.05 * window_rate

@@ -178,6 +178,10 @@ impl Controller for Aaimd {
         self.window.set_initial(packets);
     }
 
+    fn set_max_window(&mut self, packets: f64) {
+        self.window.set_max(packets);
+    }
+
     fn on_sent(&mut self, sent: &Sent) {
         self.rounds.on_sent(sent);
     }

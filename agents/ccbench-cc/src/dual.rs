@@ -104,6 +104,10 @@ impl Controller for Dual {
         self.window.set_initial(packets);
     }
 
+    fn set_max_window(&mut self, packets: f64) {
+        self.window.set_max(packets);
+    }
+
     fn on_sent(&mut self, sent: &Sent) {
         self.rounds.on_sent(sent);
     }

@@ -142,6 +142,11 @@ pub trait Controller: Send {
     /// once before the first packet): window-based controllers start their cwnd there
     /// (`window::INITIAL_CWND` until told), rate-based ones ignore it.
     fn set_initial_window(&mut self, _packets: f64) {}
+    /// The most packets the receiver lets the flow have outstanding (the transport's
+    /// `receive_window`, called before the first packet when there is one): window-based
+    /// controllers never grow their cwnd past it, so a loss cuts from what was really in
+    /// flight (ns-2 halves min(cwnd_, window_); RFC 5681's FlightSize). Rate-based ones ignore it.
+    fn set_max_window(&mut self, _packets: f64) {}
     fn on_sent(&mut self, _sent: &Sent) {}
     fn on_ack(&mut self, ack: &Ack);
     /// Once per congestion event (see the crate docs).

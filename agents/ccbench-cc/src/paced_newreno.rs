@@ -40,6 +40,10 @@ impl Controller for PacedNewReno {
         self.tcp.set_initial_window(packets);
     }
 
+    fn set_max_window(&mut self, packets: f64) {
+        self.tcp.set_max_window(packets);
+    }
+
     fn on_ack(&mut self, ack: &Ack) {
         if let Some(rtt) = ack.rtt {
             // The kernel's SRTT gain, 1/8; the first sample is taken as is.

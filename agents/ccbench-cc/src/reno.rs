@@ -55,6 +55,10 @@ impl Controller for StandardTcp {
         self.window.set_initial(packets);
     }
 
+    fn set_max_window(&mut self, packets: f64) {
+        self.window.set_max(packets);
+    }
+
     fn on_ack(&mut self, ack: &Ack) {
         if !ack.in_recovery {
             self.window.reno_grow(acked_packets(ack));

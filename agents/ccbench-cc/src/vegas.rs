@@ -107,6 +107,7 @@ impl Vegas {
             w.cwnd += 1.0;
         }
         w.cwnd = w.cwnd.max(MIN_CWND_AFTER_DECREASE);
+        w.clamp();
         w.ssthresh = w.ssthresh.max(MIN_CWND_AFTER_DECREASE);
     }
 }
@@ -122,6 +123,10 @@ impl Controller for Vegas {
 
     fn set_initial_window(&mut self, packets: f64) {
         self.window.set_initial(packets);
+    }
+
+    fn set_max_window(&mut self, packets: f64) {
+        self.window.set_max(packets);
     }
 
     fn on_sent(&mut self, sent: &Sent) {

@@ -45,6 +45,10 @@ impl Controller for Westwood {
         self.core.set_initial_window(packets);
     }
 
+    fn set_max_window(&mut self, packets: f64) {
+        self.core.set_max_window(packets);
+    }
+
     fn on_ack(&mut self, ack: &Ack) {
         self.core.on_ack(ack);
     }

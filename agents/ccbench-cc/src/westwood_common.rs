@@ -175,6 +175,10 @@ impl WestwoodCore {
         self.window.set_initial(packets);
     }
 
+    pub fn set_max_window(&mut self, packets: f64) {
+        self.window.set_max(packets);
+    }
+
     pub fn ssthresh(&self) -> f64 {
         self.window.ssthresh
     }

@@ -20,6 +20,9 @@ pub const LOSS_WINDOW: f64 = 1.0;
 pub struct Window {
     pub cwnd: f64,
     pub ssthresh: f64,
+    /// The window never grows past this (`Controller::set_max_window`: the receiver's window,
+    /// as ns-2's `maxcwnd_`); infinite unless set.
+    pub max_cwnd: f64,
 }
 
 impl Default for Window {
@@ -33,7 +36,19 @@ impl Window {
         Window {
             cwnd: INITIAL_CWND,
             ssthresh: f64::INFINITY,
+            max_cwnd: f64::INFINITY,
         }
+    }
+
+    /// Never grow past `packets` (and come down to it now).
+    pub fn set_max(&mut self, packets: f64) {
+        self.max_cwnd = packets;
+        self.clamp();
+    }
+
+    /// Back within `max_cwnd` after a controller's own increase.
+    pub fn clamp(&mut self) {
+        self.cwnd = self.cwnd.min(self.max_cwnd);
     }
 
     /// Start from `packets` instead (before the first packet; ssthresh stays infinite).
@@ -51,12 +66,14 @@ impl Window {
         let grown = (self.cwnd + acked).min(self.ssthresh).max(self.cwnd);
         let left = acked - (grown - self.cwnd);
         self.cwnd = grown;
+        self.clamp();
         left
     }
 
     /// Additive increase of `alpha` packets per window acknowledged.
     pub fn additive_increase(&mut self, alpha: f64, acked: f64) {
         self.cwnd += alpha * acked / self.cwnd;
+        self.clamp();
     }
 
     /// Reno's growth: slow start, then one packet per round trip.
@@ -147,6 +164,7 @@ mod tests {
         let mut w = Window {
             cwnd: 8.0,
             ssthresh: 10.0,
+            max_cwnd: f64::INFINITY,
         };
         w.grow(1.0, 4.0);
         // 2 packets of slow start to 10, then 2 / 10 in congestion avoidance.
@@ -154,9 +172,28 @@ mod tests {
         let mut w = Window {
             cwnd: 4.0,
             ssthresh: 3.0,
+            max_cwnd: f64::INFINITY,
         };
         assert_eq!(w.slow_start(2.0), 2.0);
         assert_eq!(w.cwnd, 4.0);
+    }
+
+    #[test]
+    fn the_window_never_grows_past_its_maximum_so_a_loss_halves_that() {
+        let mut w = Window::new();
+        w.set_max(100.0);
+        for _ in 0..300 {
+            w.reno_grow(1.0);
+        }
+        assert_eq!(w.cwnd, 100.0, "slow start stops at the maximum");
+        w.ssthresh = 50.0;
+        w.reno_grow(10.0);
+        assert_eq!(w.cwnd, 100.0, "and so does congestion avoidance");
+        w.halve();
+        assert_eq!((w.cwnd, w.ssthresh), (50.0, 50.0));
+        // Setting a smaller maximum brings the window down to it.
+        w.set_max(20.0);
+        assert_eq!(w.cwnd, 20.0);
     }
 
     #[test]
@@ -164,6 +201,7 @@ mod tests {
         let mut w = Window {
             cwnd: 10.0,
             ssthresh: 5.0,
+            max_cwnd: f64::INFINITY,
         };
         w.reno_grow(1.0);
         assert_eq!(w.cwnd, 10.1);

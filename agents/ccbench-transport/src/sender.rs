@@ -49,7 +49,7 @@ pub struct SenderConfig {
     /// The receiver's advertised window in packets (None: unlimited): a new packet is sent
     /// only while fewer than this many are outstanding above the cumulative ACK point, as a
     /// TCP sender never sends past snd_una + rwnd. Retransmissions are not held back. The
-    /// controller's own window is not capped (as ns-2's `cwnd_` is not by its `window_`).
+    /// controller's window does not grow past it either (`Controller::set_max_window`).
     pub receive_window: Option<u32>,
 }
 
@@ -191,6 +191,9 @@ fn us(t: Duration) -> u64 {
 impl Sender {
     pub fn new(config: SenderConfig, mut cc: Box<dyn Controller>) -> Sender {
         cc.set_initial_window(f64::from(config.initial_window));
+        if let Some(packets) = config.receive_window {
+            cc.set_max_window(f64::from(packets));
+        }
         let recovery = cc.recovery();
         let rtt = RttEstimator::new(config.min_rto, config.rto_granularity);
         Sender {
