@@ -121,6 +121,11 @@ _TRANSPORT_CONSTANTS: dict[str, tuple[str, str, Callable[[Any], str]]] = {
     "min_rto": ("MIN_RTO", "Duration", _rust_duration),
     "rto_granularity": ("RTO_GRANULARITY", "Duration", _rust_duration),
     "delayed_acks": ("DELAYED_ACKS", "bool", lambda value: "true" if value else "false"),
+    "window_growth": (
+        "WINDOW_GROWTH_PER_ACK",
+        "bool",
+        lambda value: "true" if value == "per_ack" else "false",
+    ),
     "receive_window": (
         "RECEIVE_WINDOW",
         "Option<u32>",

@@ -336,12 +336,19 @@ class TransportOptions(StrictModel):
         "seed 000 assumes, while RTT samples stay fine)",
     )
     delayed_acks: bool = Field(False, description="ACK every second packet (or after 40 ms)")
+    window_growth: Literal["per_packet", "per_ack"] = Field(
+        "per_packet",
+        description="per_packet: the window grows by the packets each ACK acknowledges "
+        "(RFC 3465, as Linux); per_ack: by one per ACK that advances the cumulative point, as "
+        "ns-2's TCP in the seeds' simulations (with delayed ACKs slow start grows 1.5x a round "
+        "trip and congestion avoidance half a packet)",
+    )
     receive_window: int | None = Field(
         None,
         ge=1,
         description="the receiver's advertised window in packets: at most this many "
-        "outstanding above the cumulative ACK (ns-2's `window_`; seed 003 caps windows at 100); "
-        "none: unlimited",
+        "outstanding above the cumulative ACK, and the controller's window grows no further "
+        "(ns-2's `window_`; seed 003 caps windows at 100); none: unlimited",
     )
 
 

@@ -420,6 +420,10 @@ def test_userspace_flows_traffic_models_and_transport_options() -> None:
     assert "transport: options of the userspace transport" in m
     [m] = messages({"algorithm": "reno", "agent": "userspace", "transport": {"receive_window": 0}})
     assert "receive_window" in m and "greater than or equal to 1" in m
+    [m] = messages(
+        {"algorithm": "reno", "agent": "userspace", "transport": {"window_growth": "per_byte"}}
+    )
+    assert "window_growth" in m and "'per_packet' or 'per_ack'" in m
     [m] = messages({"algorithm": "reno", "agent": "userspace", "params": {"alpha": 1}})
     assert "params.alpha: not a parameter of reno" in m
     [m] = messages({"algorithm": "reno", "traffic": {"model": "on_off", "shape": 1.0}})

@@ -254,6 +254,7 @@ def sender_args(flow: FlowPlan, dst: str, interval: int, seed: int, out_dir: str
             "--rto-granularity-ms", milliseconds(t["rto_granularity"]),
             "--initial-window", str(flow.initial_window),
             *receive_window_args(t["receive_window"]),
+            *(["--per-ack-growth"] if t["window_growth"] == "per_ack" else []),
             "--seed", str(own_seed),  # TFRC's S3 rounds: flows must not draw the same lengths
             *traffic_args(flow.traffic, own_seed), *out]  # fmt: skip
 

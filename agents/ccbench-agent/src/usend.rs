@@ -45,6 +45,10 @@ pub struct USendArgs {
     /// cumulative ACK (unlimited without it).
     #[arg(long)]
     pub receive_window: Option<u32>,
+    /// Grow the window per ACK that advances the cumulative point (ns-2's TCP), not per
+    /// packet acknowledged.
+    #[arg(long)]
+    pub per_ack_growth: bool,
     /// One log line per ACK.
     #[arg(long)]
     pub per_ack: bool,
@@ -58,6 +62,12 @@ pub struct USendArgs {
     #[command(flatten)]
     pub traffic: TrafficArgs,
 }
+
+// `--per-ack-growth` turns per-ACK growth on: that is the spec's default only while it is off.
+const _: () = assert!(
+    !defaults::WINDOW_GROWTH_PER_ACK,
+    "transport.window_growth defaults to per_ack: usend needs a --per-packet-growth flag instead"
+);
 
 /// After its duration the flow stops taking new data and waits this long at most for the
 /// outstanding packets to be acknowledged (retransmitting as needed).
@@ -371,6 +381,7 @@ fn sender_config(args: &USendArgs) -> Result<SenderConfig, AgentError> {
         rto_granularity: ms_flag("--rto-granularity-ms", args.rto_granularity_ms)?,
         initial_window: args.initial_window,
         receive_window: args.receive_window.or(defaults::RECEIVE_WINDOW),
+        window_growth_per_ack: args.per_ack_growth,
     })
 }
 

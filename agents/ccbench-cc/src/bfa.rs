@@ -188,6 +188,7 @@ mod tests {
             in_flight: 0,
             delivered_bytes: 0,
             in_recovery: false,
+            growth_packets: newly.len() as f64,
         }
     }
 

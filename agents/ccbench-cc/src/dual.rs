@@ -208,6 +208,7 @@ mod tests {
             in_flight: 0,
             delivered_bytes: 0,
             in_recovery: false,
+            growth_packets: 1.0,
         });
         *seq += 1;
     }

@@ -87,6 +87,10 @@ pub struct Ack<'a> {
     pub delivered_bytes: u64,
     /// True while the transport is in fast recovery (window growth is suspended).
     pub in_recovery: bool,
+    /// Packets this ACK counts for window growth (`window::acked_packets`): those it newly
+    /// acknowledged (RFC 3465, as Linux), or with the transport's per-ACK growth (ns-2's TCP,
+    /// the seeds' simulations) 1 when it advanced the cumulative point, else 0.
+    pub growth_packets: f64,
 }
 
 /// A congestion event: the transport detected loss outside an ongoing recovery episode.

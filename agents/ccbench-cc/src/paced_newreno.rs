@@ -105,6 +105,7 @@ mod tests {
             in_flight: 0,
             delivered_bytes: 0,
             in_recovery: false,
+            growth_packets: 0.0,
         };
         assert_eq!(c.pacing_rate(), None);
         c.on_ack(&ack(100, 0));
@@ -112,6 +113,7 @@ mod tests {
         // Slow start: 7 packets acknowledged take the window from 1 to 8.
         c.on_ack(&Ack {
             newly_acked: &[0, 1, 2, 3, 4, 5, 6],
+            growth_packets: 7.0,
             rtt: Some(Duration::from_millis(500)),
             ..ack(200, 1)
         });

@@ -265,6 +265,7 @@ mod tests {
             in_flight: 0,
             delivered_bytes: delivered,
             in_recovery: recovery,
+            growth_packets: newly.len() as f64,
         }
     }
 

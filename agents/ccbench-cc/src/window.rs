@@ -147,7 +147,7 @@ impl Rounds {
 
 /// Packets an ACK acknowledged for the first time, as the window rules count them.
 pub fn acked_packets(ack: &Ack) -> f64 {
-    ack.newly_acked.len() as f64
+    ack.growth_packets
 }
 
 /// Seconds to whole microseconds, for state traces named `*_us` like the kernel's.

@@ -203,6 +203,7 @@ impl Engine {
             rto_granularity: sim.rto.granularity,
             initial_window: sim.initial_window,
             receive_window: None,
+            window_growth_per_ack: false,
         };
         let flows = sim
             .flows

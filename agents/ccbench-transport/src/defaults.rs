@@ -16,9 +16,14 @@ pub const MIN_RTO: Duration = Duration::from_millis(200);
 pub const RTO_GRANULARITY: Duration = Duration::from_millis(1);
 /// `transport.delayed_acks`: ACK every second packet (or after 40 ms).
 pub const DELAYED_ACKS: bool = false;
+/// `transport.window_growth`: per_packet: the window grows by the packets each ACK acknowledges
+/// (RFC 3465, as Linux); per_ack: by one per ACK that advances the cumulative point, as ns-2's TCP
+/// in the seeds' simulations (with delayed ACKs slow start grows 1.5x a round trip and congestion
+/// avoidance half a packet).
+pub const WINDOW_GROWTH_PER_ACK: bool = false;
 /// `transport.receive_window`: the receiver's advertised window in packets: at most this many
-/// outstanding above the cumulative ACK (ns-2's `window_`; seed 003 caps windows at 100); none:
-/// unlimited.
+/// outstanding above the cumulative ACK, and the controller's window grows no further (ns-2's
+/// `window_`; seed 003 caps windows at 100); none: unlimited.
 pub const RECEIVE_WINDOW: Option<u32> = None;
 /// `flows[].initial_window`: packets the congestion window starts with, for kernel and userspace
 /// flows alike: 10 is Linux's (RFC 6928); the seeds' simulations start at 1. Kernel flows get it as

@@ -51,6 +51,9 @@ pub struct SenderConfig {
     /// TCP sender never sends past snd_una + rwnd. Retransmissions are not held back. The
     /// controller's window does not grow past it either (`Controller::set_max_window`).
     pub receive_window: Option<u32>,
+    /// Grow the controller's window per ACK that advances the cumulative point (ns-2's TCP)
+    /// rather than per packet acknowledged (`ccbench_cc::Ack::growth_packets`).
+    pub window_growth_per_ack: bool,
 }
 
 /// The spec's `transport` defaults (`crate::defaults`, generated from schemas/spec.py).
@@ -62,6 +65,7 @@ impl Default for SenderConfig {
             rto_granularity: defaults::RTO_GRANULARITY,
             initial_window: defaults::INITIAL_WINDOW,
             receive_window: defaults::RECEIVE_WINDOW,
+            window_growth_per_ack: defaults::WINDOW_GROWTH_PER_ACK,
         }
     }
 }
@@ -619,6 +623,13 @@ impl Sender {
             in_flight: self.pipe,
             delivered_bytes: self.stats.bytes_acked,
             in_recovery,
+            growth_packets: if !self.config.window_growth_per_ack {
+                self.newly_acked.len() as f64
+            } else if cum_advanced {
+                1.0
+            } else {
+                0.0
+            },
         });
         if let Some(feedback) = Feedback::from_wire(ack.feedback) {
             self.cc.on_feedback(now, feedback);

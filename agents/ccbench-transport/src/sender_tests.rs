@@ -97,6 +97,7 @@ fn sender(recovery: Recovery, rate: Option<f64>) -> (Sender, Arc<Mutex<CcLog>>) 
         rto_granularity: Duration::from_millis(1),
         initial_window: 1,
         receive_window: None,
+        window_growth_per_ack: false,
     };
     (Sender::new(config, Box::new(cc)), log)
 }
@@ -184,6 +185,12 @@ fn run(
                 }
             }
         }
+        // A delayed ACK whose timer ran out (receivers that delay their ACKs).
+        if let Some(ack) = r.poll_delayed_ack(now) {
+            counter += 1;
+            payloads.insert(counter, Event::Ack(ack));
+            events.push(Reverse((now + link.one_way, counter)));
+        }
         s.on_timer(now);
         let mut pace = None;
         loop {
@@ -223,6 +230,7 @@ fn run(
         let next = [
             events.peek().map(|Reverse((t, _))| *t),
             s.timer_deadline(),
+            r.ack_deadline(),
             pace,
         ]
         .into_iter()
@@ -367,6 +375,7 @@ fn a_fast_retransmission_behind_a_full_queue_gets_a_whole_rto() {
             rto_granularity: Duration::from_millis(1),
             initial_window: 1,
             receive_window: None,
+            window_growth_per_ack: false,
         };
         let mut s = Sender::new(config, Box::new(cc));
         let mut r = receiver(true);
@@ -497,6 +506,7 @@ fn a_pacing_rate_that_rises_applies_at_once_and_one_that_falls_keeps_the_slot() 
         rto_granularity: Duration::from_millis(1),
         initial_window: 1,
         receive_window: None,
+        window_growth_per_ack: false,
     };
     let mut s = Sender::new(config, Box::new(SharedRateCc(Arc::clone(&rate))));
     assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
@@ -647,6 +657,7 @@ fn the_receive_window_holds_new_packets_but_not_retransmissions() {
         rto_granularity: Duration::from_millis(1),
         initial_window: 1,
         receive_window: Some(4),
+        window_growth_per_ack: false,
     };
     let mut s = Sender::new(config, Box::new(cc));
     let sent = |p: Poll| match p {
@@ -673,4 +684,50 @@ fn the_receive_window_holds_new_packets_but_not_retransmissions() {
     // controller's window, cut by the loss, allows).
     s.on_ack(ms(120), &ack(1, 5, 0b111));
     assert_eq!(sent(s.poll_send(ms(120), u64::MAX)), Some((5, false)));
+}
+
+#[test]
+fn per_ack_growth_counts_each_cumulative_ack_once() {
+    // Reno in slow start through a fast link to a receiver that delays its ACKs (one per two
+    // packets): per packet, 30 packets acknowledged take the window from 1 to 31; per ACK
+    // (ns-2's TCP) it grows by one per ACK, about half of that.
+    let mut windows = Vec::new();
+    for per_ack in [false, true] {
+        let config = SenderConfig {
+            mss: MSS,
+            min_rto: Duration::from_millis(200),
+            rto_granularity: Duration::from_millis(1),
+            initial_window: 1,
+            receive_window: None,
+            window_growth_per_ack: per_ack,
+        };
+        let cc = ccbench_cc::new_controller("reno", &ccbench_cc::Config::with_params(MSS, &[], 1))
+            .unwrap();
+        let mut s = Sender::new(config, cc);
+        let mut r = FlowReceiver::new(0, true, MSS, None, Duration::ZERO, true);
+        let mut fast = Link {
+            one_way: ms(10),
+            rate: 1e8,
+            drop: Box::new(|_, _, _| false),
+        };
+        let trace = run(
+            &mut s,
+            &mut r,
+            &mut fast,
+            30 * MSS as u64,
+            Duration::from_secs(2),
+        );
+        assert_eq!(s.stats().bytes_acked, 30 * MSS as u64);
+        // ACKs, keyed by the packet each echoes: no loss, so each advanced the cumulative point.
+        windows.push((s.controller().cwnd(), trace.acked_at.len() as f64));
+    }
+    let [(per_packet, _), (per_ack, acks)] = windows[..] else {
+        unreachable!()
+    };
+    assert_eq!(per_packet, 31.0, "per packet: one per packet acknowledged");
+    assert!(
+        acks < 20.0,
+        "the receiver delayed its ACKs: {acks} for 30 packets"
+    );
+    assert_eq!(per_ack, 1.0 + acks, "per ACK: one per ACK");
 }
