@@ -82,6 +82,19 @@ impl Controller for TestCc {
     }
 }
 
+/// The tests' transport: 1000-byte packets, RFC 6298's timer with a 200 ms floor, a window
+/// starting at one packet, growth per packet, no receive window.
+fn test_config() -> SenderConfig {
+    SenderConfig {
+        mss: MSS,
+        min_rto: Duration::from_millis(200),
+        rto_granularity: Duration::from_millis(1),
+        initial_window: 1,
+        receive_window: None,
+        window_growth_per_ack: false,
+    }
+}
+
 fn sender(recovery: Recovery, rate: Option<f64>) -> (Sender, Arc<Mutex<CcLog>>) {
     let log = Arc::new(Mutex::new(CcLog::default()));
     let cc = TestCc {
@@ -91,14 +104,7 @@ fn sender(recovery: Recovery, rate: Option<f64>) -> (Sender, Arc<Mutex<CcLog>>) 
         rate,
         log: Arc::clone(&log),
     };
-    let config = SenderConfig {
-        mss: MSS,
-        min_rto: Duration::from_millis(200),
-        rto_granularity: Duration::from_millis(1),
-        initial_window: 1,
-        receive_window: None,
-        window_growth_per_ack: false,
-    };
+    let config = test_config();
     (Sender::new(config, Box::new(cc)), log)
 }
 
@@ -269,6 +275,15 @@ fn link(drop: DropRule) -> Link {
     }
 }
 
+/// A link that never queues (100 MB/s) and drops nothing.
+fn fast_link(one_way: Duration) -> Link {
+    Link {
+        one_way,
+        rate: 1e8,
+        drop: Box::new(|_, _, _| false),
+    }
+}
+
 fn retransmitted(trace: &Trace) -> Vec<u64> {
     trace
         .sent
@@ -369,14 +384,7 @@ fn a_fast_retransmission_behind_a_full_queue_gets_a_whole_rto() {
             rate: None,
             log: Arc::clone(&log),
         };
-        let config = SenderConfig {
-            mss: MSS,
-            min_rto: Duration::from_millis(200),
-            rto_granularity: Duration::from_millis(1),
-            initial_window: 1,
-            receive_window: None,
-            window_growth_per_ack: false,
-        };
+        let config = test_config();
         let mut s = Sender::new(config, Box::new(cc));
         let mut r = receiver(true);
         let trace = run(
@@ -426,11 +434,7 @@ fn pacing_sends_on_an_exact_schedule() {
     // 1 MB/s with 1000-byte packets: one every millisecond, on a faster link.
     let (mut s, _) = sender(Recovery::Reno, Some(1e6));
     let mut r = receiver(true);
-    let mut fast = Link {
-        one_way: ms(5),
-        rate: 1e8,
-        drop: Box::new(|_, _, _| false),
-    };
+    let mut fast = fast_link(ms(5));
     let trace = run(
         &mut s,
         &mut r,
@@ -500,14 +504,7 @@ impl Controller for SharedRateCc {
 fn a_pacing_rate_that_rises_applies_at_once_and_one_that_falls_keeps_the_slot() {
     // 100 bytes/s with 1000-byte packets: one every 10 s, as TFRC after a heavy loss round.
     let rate = Arc::new(Mutex::new(100.0));
-    let config = SenderConfig {
-        mss: MSS,
-        min_rto: Duration::from_millis(200),
-        rto_granularity: Duration::from_millis(1),
-        initial_window: 1,
-        receive_window: None,
-        window_growth_per_ack: false,
-    };
+    let config = test_config();
     let mut s = Sender::new(config, Box::new(SharedRateCc(Arc::clone(&rate))));
     assert!(matches!(s.poll_send(ms(0), u64::MAX), Poll::Send(_)));
     assert_eq!(s.poll_send(ms(0), u64::MAX), Poll::PaceUntil(ms(10_000)));
@@ -652,12 +649,8 @@ fn the_receive_window_holds_new_packets_but_not_retransmissions() {
         log: Arc::new(Mutex::new(CcLog::default())),
     };
     let config = SenderConfig {
-        mss: MSS,
-        min_rto: Duration::from_millis(200),
-        rto_granularity: Duration::from_millis(1),
-        initial_window: 1,
         receive_window: Some(4),
-        window_growth_per_ack: false,
+        ..test_config()
     };
     let mut s = Sender::new(config, Box::new(cc));
     let sent = |p: Poll| match p {
@@ -694,22 +687,14 @@ fn per_ack_growth_counts_each_cumulative_ack_once() {
     let mut windows = Vec::new();
     for per_ack in [false, true] {
         let config = SenderConfig {
-            mss: MSS,
-            min_rto: Duration::from_millis(200),
-            rto_granularity: Duration::from_millis(1),
-            initial_window: 1,
-            receive_window: None,
             window_growth_per_ack: per_ack,
+            ..test_config()
         };
         let cc = ccbench_cc::new_controller("reno", &ccbench_cc::Config::with_params(MSS, &[], 1))
             .unwrap();
         let mut s = Sender::new(config, cc);
         let mut r = FlowReceiver::new(0, true, MSS, None, Duration::ZERO, true);
-        let mut fast = Link {
-            one_way: ms(10),
-            rate: 1e8,
-            drop: Box::new(|_, _, _| false),
-        };
+        let mut fast = fast_link(ms(10));
         let trace = run(
             &mut s,
             &mut r,
