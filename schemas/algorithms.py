@@ -170,6 +170,14 @@ USERSPACE_ONLY: dict[Algorithm, str] = {
 # Algorithms ccbench ships as BPF struct_ops controllers (agents/kernel/bpf/<id>.bpf.c).
 BPF_ALGORITHMS: frozenset[Algorithm] = frozenset(PARAMETERS)
 
+# BPF controllers that pace every segment (seed 003 §II-A.1: pacing exists to avoid bursts).
+# Emulated senders of these send each segment as its own skb (workers/planning.py:
+# one_segment_per_send): the kernel's TSO sizing otherwise now and then ignores their
+# min_tso_segs op and sends one skb of many segments back to back (westwood_common.h).
+PACED_EACH_SEGMENT: frozenset[Algorithm] = frozenset(
+    {Algorithm.paced_newreno, Algorithm.paced_westwood, Algorithm.alpha_paced_westwood}
+)
+
 # Algorithms of ccbench's userspace controller crate (agents/ccbench-cc/src/<id>.rs): every
 # seed algorithm and the TCP variants they are compared with, not cubic or bbr.
 USERSPACE_ALGORITHMS: frozenset[Algorithm] = frozenset(Algorithm) - {Algorithm.cubic, Algorithm.bbr}

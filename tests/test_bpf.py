@@ -681,6 +681,9 @@ def test_paced_variants_send_no_bursts_in_slow_start(tmp_path: Path) -> None:
         # Paced Westwood measured under two SCHED_IDLE busy loops, never longer. A timer late by
         # milliseconds (the VM's CPUs stalled: once in CI, Paced NewReno's 9-packet train) shows
         # as silence then a train, which slow_start_bursts sets aside and the test prints.
+        # Twice in CI (2026-11-25) a Westwood variant still sent one train of 7-10 packets
+        # followed by its silence, in its first window, which the window bound does not cover;
+        # their senders' interfaces now send one segment per skb (gso_max_segs 1, planning.py).
         assert train <= 4, (algorithm, train)
         assert share <= (0.01 if algorithm == "paced_newreno" else 0.04), (algorithm, share)
     # Paced Westwood's starvation depends on its first BSE sample (3.2 to 7.9 Mbit/s across

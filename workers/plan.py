@@ -92,6 +92,9 @@ class FlowPlan:
     # A random delay before each of the sender's packets (schemas.SendJitter in SI units):
     # {"distribution": "uniform", "max": 0.002} or {"distribution": "exponential", "mean": 0.001}.
     send_jitter: dict[str, Any] | None = None
+    # A kernel flow whose BPF controller paces every segment (schemas.PACED_EACH_SEGMENT): its
+    # sender's interfaces get gso_max_segs 1 (emulated testbed), so each skb is one segment.
+    one_segment_per_send: bool = False
 
     @property
     def access_link(self) -> bool:

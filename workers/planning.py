@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ccbench.settings import Settings
 from schemas import Bottleneck, ExperimentSpec
-from schemas.algorithms import KERNEL_BUILTIN_NAMES
+from schemas.algorithms import KERNEL_BUILTIN_NAMES, PACED_EACH_SEGMENT
 from schemas.spec import TransportOptions
 from workers import bpf
 from workers.plan import AGGREGATE_ABOVE_BPS, ControllerPlan, FlowPlan, LinkPlan, Plan
@@ -98,6 +98,9 @@ def flow_plans(spec: ExperimentSpec, cc_names: list[str]) -> list[FlowPlan]:
             dst=flow.dst,
             initial_window=flow.initial_window,
             send_jitter=flow.send_jitter.model_dump() if flow.send_jitter else None,
+            one_segment_per_send=flow.agent == "kernel"
+            and flow.runtime == "bpf"
+            and flow.algorithm in PACED_EACH_SEGMENT,
         )
         for i, flow in enumerate(spec.flows)
     ]

@@ -318,6 +318,31 @@ def test_initial_window_for_kernel_and_userspace_flows(tmp_path: Path) -> None:
     assert HostState.capture().leftovers_since(before) == []
 
 
+def test_paced_bpf_senders_send_one_segment_per_skb(tmp_path: Path) -> None:
+    """A flow whose BPF controller paces every segment gets gso_max_segs 1 on its sender's
+    interface (TCP builds multi-segment skbs even with offloads off, and the kernel now and then
+    sizes them past the controller's min_tso_segs); a Reno flow beside it and the same
+    algorithm in userspace keep the kernel's default."""
+    before = HostState.capture()
+    spec = spec_with(
+        **{
+            "duration": "2s",
+            "measurement": {},
+            "flows": [
+                {"algorithm": "reno"},
+                {"algorithm": "paced_newreno", "runtime": "bpf"},
+                {"algorithm": "paced_westwood", "agent": "userspace"},
+            ],
+        }
+    )
+    result, _ = run(spec, tmp_path)
+    assert result.status == "done", result.describe()
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    capped = [c["cmd"] for c in provenance["commands"] if "gso_max_segs 1" in c["cmd"]]
+    assert len(capped) == 1 and "link set s2-" in capped[0], capped
+    assert HostState.capture().leftovers_since(before) == []
+
+
 def test_reverse_path_flow_shares_the_reverse_queue(tmp_path: Path) -> None:
     before = HostState.capture()
     spec = spec_with(**{"flows.1.direction": "reverse"})

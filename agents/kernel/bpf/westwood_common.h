@@ -45,7 +45,10 @@
  * RE can be below the ACK clock's rate, and a window the pacer cannot use would otherwise be
  * sent as one back-to-back GSO skb whenever the kernel's TSO sizing ignores min_tso_segs
  * (measured: in about half the runs, one skb of cwnd/2 segments). The departures are the
- * pacer's either way; cwnd in the trace is the bounded one.
+ * pacer's either way; cwnd in the trace is the bounded one. The bound does not cover the first
+ * window (paced at cwnd/SRTT, which a bounded window would slow), where CI saw trains of 7-10
+ * packets twice; so the emulated testbed also caps the sender's interface at one segment per
+ * skb (gso_max_segs 1, schemas.algorithms.PACED_EACH_SEGMENT), which no TSO sizing can exceed.
  */
 #ifndef CCBENCH_WESTWOOD_COMMON_H
 #define CCBENCH_WESTWOOD_COMMON_H

@@ -284,6 +284,9 @@ class Sandbox:
                 )
         self.net = net
         setups = {name: NodeSetup([], []) for name in self.topo.hosts}
+        one_segment_senders = {
+            self.endpoints(flow)[0][0] for flow in self.plan.flows if flow.one_segment_per_send
+        }
         for link in self.topo.wires:
             for end in (link.a, link.b):
                 setup = setups[end.node]
@@ -294,6 +297,12 @@ class Sandbox:
                 offloads_off = ["ethtool", "-K", end.name, "tso", "off", "gso", "off", "gro", "off"]
                 if self.plan.emulator_mode == "packet":
                     setup.commands.append((offloads_off, False))
+                # Each skb one segment, so a pacing controller's every segment waits for the
+                # pacer (TCP builds multi-segment skbs even with offloads off, and the kernel
+                # now and then sizes them past the controller's min_tso_segs: trains of 7-10
+                # packets in CI). TCP reads the cap when it connects, after this set-up.
+                if end.node in one_segment_senders:
+                    setup.ip.append(f"link set {end.name} gso_max_segs 1")
         self.provenance["offloads"] = "off" if self.plan.emulator_mode == "packet" else "on"
         for route in self.topo.routes:
             setups[route.node].ip.append(f"route add {route.destination} via {route.via}")
