@@ -40,6 +40,11 @@ def spec_with(**changes: Any) -> ExperimentSpec:
     return ExperimentSpec.model_validate(raw)
 
 
+def two_second_spec(flows: list[dict[str, Any]]) -> ExperimentSpec:
+    """The example with these flows, run for 2 s and measured whole."""
+    return spec_with(**{"duration": "2s", "measurement": {}, "flows": flows})
+
+
 def run(spec: ExperimentSpec, run_dir: Path) -> tuple[TestbedResult, list[dict[str, Any]]]:
     events: list[dict[str, Any]] = []
     plan = plan_for_spec(spec, run_id="sandbox-test", out_dir=run_dir, settings=get_settings())
@@ -292,17 +297,13 @@ def test_initial_window_for_kernel_and_userspace_flows(tmp_path: Path) -> None:
     """Both runtimes start at the spec's initial window: Linux's 10 by default, 3 when asked
     (kernel flows through their sender's route, userspace flows through their agent)."""
     before = HostState.capture()
-    spec = spec_with(
-        **{
-            "duration": "2s",
-            "measurement": {},
-            "flows": [
-                {"algorithm": "reno"},
-                {"algorithm": "reno", "initial_window": 3},
-                {"algorithm": "reno", "agent": "userspace"},
-                {"algorithm": "bfa", "agent": "userspace", "initial_window": 3},
-            ],
-        }
+    spec = two_second_spec(
+        [
+            {"algorithm": "reno"},
+            {"algorithm": "reno", "initial_window": 3},
+            {"algorithm": "reno", "agent": "userspace"},
+            {"algorithm": "bfa", "agent": "userspace", "initial_window": 3},
+        ]
     )
     result, _ = run(spec, tmp_path)
     assert result.status == "done", result.describe()
@@ -324,16 +325,12 @@ def test_paced_bpf_senders_send_one_segment_per_skb(tmp_path: Path) -> None:
     sizes them past the controller's min_tso_segs); a Reno flow beside it and the same
     algorithm in userspace keep the kernel's default."""
     before = HostState.capture()
-    spec = spec_with(
-        **{
-            "duration": "2s",
-            "measurement": {},
-            "flows": [
-                {"algorithm": "reno"},
-                {"algorithm": "paced_newreno", "runtime": "bpf"},
-                {"algorithm": "paced_westwood", "agent": "userspace"},
-            ],
-        }
+    spec = two_second_spec(
+        [
+            {"algorithm": "reno"},
+            {"algorithm": "paced_newreno", "runtime": "bpf"},
+            {"algorithm": "paced_westwood", "agent": "userspace"},
+        ]
     )
     result, _ = run(spec, tmp_path)
     assert result.status == "done", result.describe()
