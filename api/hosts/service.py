@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from cryptography.exceptions import UnsupportedAlgorithm as UnsupportedAlgorithmError
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.hazmat.primitives.serialization.ssh import SSHPrivateKeyTypes
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
@@ -24,7 +25,7 @@ def key_fingerprint(private_key: str) -> str:
     """SHA256 fingerprint of the key's public half, as `ssh-keygen -lf` prints it. Raises
     ValidationFailed naming `private_key` when the key is unusable for unattended SSH."""
     data = private_key.strip().encode() + b"\n"
-    key: PrivateKeyTypes
+    key: PrivateKeyTypes | SSHPrivateKeyTypes
     try:
         if b"OPENSSH PRIVATE KEY" in data:
             key = serialization.load_ssh_private_key(data, password=None)
