@@ -7,10 +7,14 @@ EXAMPLE := schemas/examples/dumbbell-reno-vs-cubic.yaml
 
 SEEDS ?= 000 001 002 003 004
 
-.PHONY: install agents demo reproduce test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots bench-conformance bench-runcost bench-throughput
+.PHONY: install lock agents demo reproduce test test-python test-rust lint schemas images test-helm test-compose-file test-compose bench-orchestration bench-link bench-analysis bench-report bench-bpf bench-userspace bench-hosts bench-chaos bench-scale bench-campaigns bench-plots bench-conformance bench-runcost bench-throughput
 
 install:
 	scripts/install.sh
+
+# Pin the Python packages anew (constraints.txt) at PyPI's newest versions; then `make test`.
+lock:
+	scripts/lock.sh
 
 # Install everything, start the embedded stack, run the example end to end, print its report.
 demo: install

@@ -63,10 +63,10 @@ if [ ! -x .venv/bin/python ]; then
   log "Python venv (.venv)"
   /usr/bin/python3 -m venv .venv
 fi
-log "Python packages"
+log "Python packages (the versions in constraints.txt)"
 extras='[dev]'
 $worker_only && extras=''  # a worker needs no test or lint tools
-.venv/bin/pip install -q --disable-pip-version-check -e ".$extras"
+.venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e ".$extras"
 
 log "Rust agents (cargo build --release) and, with this kernel's BTF, the BPF controllers"
 make -s agents  # the Makefile's recipe, also run before every `make test`
