@@ -332,7 +332,9 @@ def test_runs_killed_mid_run_end_done_on_retry_and_leave_nothing(
                 killed[run_id] = controllers
             if all(r.status in ("done", "failed", "cancelled") for r in rows.values()):
                 break
-            assert time.monotonic() - started < 240, {r: rows[r].status for r in rows}
+            assert time.monotonic() - started < 240, {
+                r: (row.status, row.attempt, row.worker_id, row.error) for r, row in rows.items()
+            }
             time.sleep(0.05)
         finished = time.monotonic() - started
         failures = {r: (row.attempt, row.error) for r, row in rows.items() if row.status != "done"}
