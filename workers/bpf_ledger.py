@@ -11,6 +11,13 @@ rename). The lock is re-entrant within a process (a sweep or a probe holds it ar
 registrations) and is dropped in a forked child, which must not act on its parent's lock. Both
 files are owner-only (0600) in the state directory.
 
+A child forked while another thread of its parent is opening or closing the lock file would
+otherwise keep a copy of a descriptor the ledger has not recorded yet, and with it the flock,
+for as long as it lives: a worker's pool process, forked while the upkeep thread's orphan sweep
+was taking the lock, held it until it was killed (90 s and more; two CI runs' kill tests,
+2026-12-07). So the descriptor is recorded in the same step as it is opened, and a fork waits
+for that step (`_FD_GUARD`, taken around every fork); the child closes what is recorded.
+
 Waiting for the lock is bounded (`LOCK_WAIT_S`): every section holding it is a few bpftool
 calls (each bounded at 30 s by workers/bpf_host.py) and a file write, so a longer wait means a
 stuck holder, and a run must fail with who that is rather than hang until its time limit. The
@@ -91,7 +98,8 @@ class Ledger:
 
     def _lock(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with _FD_GUARD:  # recorded before any fork can copy it (the module's docstring)
+            fd = self._fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             self._acquire(fd)
             os.ftruncate(fd, 0)
@@ -99,9 +107,8 @@ class Ledger:
             self._entries = self._read()
             self._on_disk = self._serialized()
         except BaseException:
-            os.close(fd)
+            self._close()
             raise
-        self._fd = fd
 
     def _acquire(self, fd: int) -> None:
         """flock with a bounded wait (a polling loop: flock itself has no timeout, and a
@@ -165,10 +172,14 @@ class Ledger:
         return sorted(found)
 
     def _unlock(self) -> None:
-        fd, self._fd = self._fd, None
         self._entries = {}
-        if fd is not None:
-            os.close(fd)  # releases the flock
+        self._close()  # releases the flock
+
+    def _close(self) -> None:
+        with _FD_GUARD:
+            fd, self._fd = self._fd, None
+            if fd is not None:
+                os.close(fd)
 
     def _read(self) -> Entries:
         try:
@@ -205,14 +216,20 @@ class Ledger:
 
 
 _LIVE: weakref.WeakSet[Ledger] = weakref.WeakSet()
+# Held while a ledger opens or closes its lock file, and around every fork: a child never
+# holds a descriptor its ledger has not recorded.
+_FD_GUARD = threading.Lock()
 
 
 def _after_fork_in_child() -> None:
+    _FD_GUARD.release()
     for ledger in list(_LIVE):
         ledger._forget_after_fork()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(
+    before=_FD_GUARD.acquire, after_in_parent=_FD_GUARD.release, after_in_child=_after_fork_in_child
+)
 
 
 @lru_cache
