@@ -153,7 +153,10 @@ def transmission_time_s(byte_count: float, rate: float) -> float:
 def goodput_bps(bytes_received: float, window_s: float) -> float | None:
     """goodput_bps = 8 * (application bytes delivered to the receiver in the window) / window.
     A flow's: its bytes over its window; the aggregate: every forward flow's bytes over the
-    run's window (not the sum of the flows' rates, each over its own window)."""
+    run's window (not the sum of the flows' rates, each over its own window). Delivered means
+    read by the receiving application, in order: bytes that crossed the bottleneck before the
+    window but waited behind a loss for its retransmission count when they are read, so over
+    a window of a few RTTs goodput can exceed the bottleneck's rate."""
     return rate_bps(bytes_received, window_s)
 
 

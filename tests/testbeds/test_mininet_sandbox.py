@@ -62,6 +62,17 @@ def run_example(name: str, run_dir: Path) -> tuple[ExperimentSpec, RunAnalysis]:
     return spec, analyze_run(run_dir, spec)
 
 
+def bytes_read_by_the_receivers(run_dir: Path, until_s: float) -> int:
+    """Bytes every flow's receiver read from the flows' common start until `until_s` after it."""
+    start = json.loads((run_dir / "provenance.json").read_text())["start_ts"]
+    return sum(
+        record["bytes"]
+        for log in run_dir.glob("flow-*.recv.jsonl")
+        for record in map(json.loads, log.open())
+        if record.get("type") == "recv" and record["ts"] - start <= until_s
+    )
+
+
 def flows_through_each_link(run_dir: Path, spec: ExperimentSpec) -> dict[int, set[int]]:
     """For every emulated link, the flows whose data packets its emulator logged, matched by
     the sender's address and port as each flow's agent reported them."""
@@ -395,11 +406,16 @@ def test_parking_lot_wires_each_flow_through_its_hops(tmp_path: Path) -> None:
     assert checks["flow_rtts"].ok and checks["rate"].ok, checks
     # The rate check holds the T1 hop to 1.5 Mbit/s while backlogged; over the 3 s measured,
     # three Reno flows at a 104 ms RTT leave it idle now and then (0.91 of it used, measured).
-    # Goodput counts the receivers' 10 ms reports whose time falls in the window, so the first
-    # one can carry bytes from before it, more when a stalled receiver reports late: once in
-    # CI 1.07% over the link (32 ms worth of it), hence 2% above, not 1%.
+    payload_bps = 1.5e6 * 1448 / 1500
     goodput = sum(f.goodput_bps or 0 for f in analysis.flows)
-    assert 0.8 * 1.5e6 * 1448 / 1500 < goodput <= 1.02 * 1.5e6 * 1448 / 1500, goodput
+    assert goodput > 0.8 * payload_bps, goodput
+    # Goodput counts bytes when the receiving application reads them, in order: bytes that
+    # crossed the hop before the window but waited behind a loss for its retransmission are
+    # read inside it. So over 3 s the flows' goodput may exceed the hop (by 4.8% once in CI,
+    # 2026-12-07: one flow read 42 KB, 0.5 s of its share, at once 0.4 s into the window).
+    # From the flows' start, with nothing sent before, it cannot.
+    delivered = bytes_read_by_the_receivers(tmp_path, spec.duration)
+    assert delivered * 8 <= 1.01 * payload_bps * spec.duration, delivered
     # Base RTTs: 2 x (1 + 50 + 1) ms for the long flow, 2 x (50 + 1) ms for the two others.
     rtts = [f.rtt_min_s for f in analysis.flows]
     assert rtts == pytest.approx([0.104, 0.102, 0.102], rel=0.05), rtts
