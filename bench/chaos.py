@@ -4,8 +4,8 @@ team's run, workers SIGKILLed during BPF and kernel-TCP runs, and the API fuzzed
 OpenAPI document. It runs the suite's own chaos tests with more repetitions and prints what
 they measured. Needs root (the runs are real).
 
-    make bench-chaos                      # 20 submissions per stack, 50 fuzz examples per operation
-    python -m bench.chaos --submissions 40 --fuzz-examples 100
+    make bench-chaos     # 20 submissions per stack, 20 worker kills per runtime, 50 fuzz examples
+    python -m bench.chaos --submissions 40 --worker-kills 40 --fuzz-examples 100
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def figure(name: str, value: float | None, unit: str, target: str | None = None)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submissions", type=int, default=20, help="API kills per stack")
+    parser.add_argument("--worker-kills", type=int, default=20, help="per runtime (BPF, kernel)")
     parser.add_argument("--fuzz-examples", type=int, default=50, help="per API operation")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     report, junit = work / "report.jsonl", work / "junit.xml"
     env = dict(os.environ, CCBENCH_CHAOS_REPORT=str(report),
                CCBENCH_CHAOS_SUBMISSIONS=str(args.submissions),
+               CCBENCH_CHAOS_WORKER_KILLS=str(args.worker_kills),
                CCBENCH_FUZZ_EXAMPLES=str(args.fuzz_examples))  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
