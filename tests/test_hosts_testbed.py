@@ -77,19 +77,25 @@ def spec(flows: list[dict[str, Any]], *, router: str | None = "r1") -> dict[str,
     }
 
 
-def submit_and_execute(headers: dict[str, str], body: dict[str, Any]) -> tuple[Run, float]:
+def submit_and_execute(headers: dict[str, str], body: dict[str, Any]) -> tuple[Run, float, int]:
+    """Submit one run and execute it here until it ends; returns it, the wall time and the
+    number of attempts."""
     client = TestClient(app)
     created = client.post("/v1/experiments", json=body, headers=headers)
     assert created.status_code == 201, created.text
     runs = client.get(f"/v1/experiments/{created.json()['id']}", headers=headers).json()["runs"]
     started = time.monotonic()
-    execute(runs[0]["id"], worker_id="hosts-test")
+    # A run whose emulator the host's timer or load made late is queued to run again alone
+    # (workers/packing.py): run it again, as a worker would (once in CI, 2026-12-07).
+    attempts = 1
+    while execute(runs[0]["id"], worker_id="hosts-test") == "queued":
+        attempts += 1
     wall = time.monotonic() - started
     with session_scope() as session:
         run = session.get(Run, runs[0]["id"])
         assert run is not None
         session.expunge(run)
-    return run, wall
+    return run, wall, attempts
 
 
 def nothing_left(lab: SshHosts) -> None:
@@ -113,10 +119,11 @@ def two_flows() -> list[dict[str, Any]]:
 
 
 def test_two_flows_through_an_emulating_router(lab: SshHosts, team: dict[str, str]) -> None:
-    run, wall = submit_and_execute(team, spec(two_flows()))
+    run, wall, attempts = submit_and_execute(team, spec(two_flows()))
     assert run.status == "done", run.error
     print(f"first run (provisioning {run.provenance.get('provision_s')} s): {wall:.2f} s")
-    assert run.provenance["provisioned"] == ["h1", "h2", "r1"]
+    # A re-run finds the hosts its first attempt provisioned.
+    assert run.provenance["provisioned"] == (["h1", "h2", "r1"] if attempts == 1 else [])
     report = TestClient(app).get(f"/v1/runs/{run.id}", headers=team).json()
     checks = {c["name"]: c for c in run.aggregate["checks"]}
     assert checks["rate"]["ok"] and checks["buffer"]["ok"] and checks["delay"]["ok"], checks
@@ -157,7 +164,7 @@ def test_two_flows_through_an_emulating_router(lab: SshHosts, team: dict[str, st
 
     # Provisioned now: the next run is one play; its overhead beyond the experiment's own
     # duration is what `make bench-hosts` reports.
-    again, wall = submit_and_execute(team, spec(two_flows()))
+    again, wall, _ = submit_and_execute(team, spec(two_flows()))
     assert again.status == "done", again.error
     assert again.provenance["provisioned"] == []
     print(f"second run: {wall:.2f} s for a {DURATION_S:g} s experiment")
@@ -168,7 +175,7 @@ def test_flows_over_the_real_path(lab: SshHosts, team: dict[str, str]) -> None:
     """No router host: nothing is emulated, the flows cross the routed path as it is."""
     flows = [{"algorithm": "cubic", "src": "h1", "dst": "h2"},
              {"algorithm": "reno", "agent": "userspace", "src": "h2", "dst": "h1"}]  # fmt: skip
-    run, _ = submit_and_execute(team, spec(flows, router=None))
+    run, _, _ = submit_and_execute(team, spec(flows, router=None))
     assert run.status == "done", run.error
     applied = run.aggregate["applied"]
     assert applied["link_mechanism"] == "none" and applied["queue_source"] == "none"
@@ -195,7 +202,7 @@ def test_unknown_host_is_refused_at_submission(team: dict[str, str]) -> None:
 def test_missing_controller_fails_before_any_traffic(lab: SshHosts, team: dict[str, str]) -> None:
     """vegas is a kernel module on normal servers; this kernel has none."""
     flows = [{"algorithm": "vegas", "src": "h1", "dst": "h2"}]
-    run, _ = submit_and_execute(team, spec(flows))
+    run, _, _ = submit_and_execute(team, spec(flows))
     assert run.status == "failed"
     assert run.error is not None
     assert "host h1" in run.error and "congestion control vegas is not available" in run.error
@@ -215,7 +222,7 @@ def test_bpf_controller_on_the_sender_host(lab: SshHosts, team: dict[str, str]) 
     holds alpha..beta, seed 002) come from ccbench's BPF Vegas, where a Reno-like flow would
     fill the 1-BDP buffer."""
     flows = [{"algorithm": "vegas", "runtime": "bpf", "src": "h1", "dst": "h2"}]
-    run, wall = submit_and_execute(team, spec(flows))
+    run, wall, attempts = submit_and_execute(team, spec(flows))
     assert run.status == "done", run.error
     print(f"BPF run (provisioning {run.provenance.get('provision_s')} s): {wall:.2f} s")
     name = bpf.controller_name(bpf.attempt_key(run.id, run.attempt), 0, "vegas")
@@ -223,11 +230,14 @@ def test_bpf_controller_on_the_sender_host(lab: SshHosts, team: dict[str, str]) 
     assert (controller["name"], controller["host"]) == (name, "h1")
     assert controller["symbols"] == {"alpha_pkts": 1, "beta_pkts": 3, "gamma_pkts": 1}
     assert run.provenance["bpf_teardown"] == {name: "removed"}
-    assert run.provenance["provisioned"] == ["h1", "h2", "r1"]
     run_dir = Path(run.artifacts_dir or "")
     log = (run_dir / "run.log").read_text()
-    assert "changed     h1 | Provision | Build the BPF controllers" in log
-    assert "skipped     h2 | Provision | Build the BPF controllers" in log
+    if attempts == 1:  # a re-run finds the hosts its first attempt provisioned
+        assert run.provenance["provisioned"] == ["h1", "h2", "r1"]
+        assert "changed     h1 | Provision | Build the BPF controllers" in log
+        assert "skipped     h2 | Provision | Build the BPF controllers" in log
+    else:
+        assert run.provenance["provisioned"] == []
     assert "changed     h1 | Trial | Register the trial's BPF congestion controllers" in log
     # The sender read its socket's controller back (getsockopt TCP_CONGESTION).
     sent = [json.loads(line) for line in (run_dir / "flow-0.send.jsonl").read_text().splitlines()]
@@ -247,7 +257,7 @@ def test_bpf_controller_on_the_sender_host(lab: SshHosts, team: dict[str, str]) 
 def test_unreachable_host_fails_the_run_naming_it(lab: SshHosts, team: dict[str, str]) -> None:
     """Last: it stops h2's sshd for good."""
     lab.stop_sshd("h2")
-    run, wall = submit_and_execute(team, spec(two_flows()))
+    run, wall, _ = submit_and_execute(team, spec(two_flows()))
     assert run.status == "failed"
     assert run.error is not None and "host h2 is unreachable" in run.error, run.error
     assert wall < 60

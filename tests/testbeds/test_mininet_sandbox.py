@@ -377,7 +377,12 @@ def test_two_bottleneck_chain_with_cross_traffic(tmp_path: Path) -> None:
     before = HostState.capture()
     spec, analysis = run_example("two-bottleneck.yaml", tmp_path)
     checks = {c.name: c for c in analysis.summary.checks}
-    assert checks["flow_rtts"].ok and checks["delay"].ok and checks["rate"].ok, checks
+    assert checks["flow_rtts"].ok and checks["delay"].ok, checks
+    # Hop 1's 30-packet buffer (0.4 BDP) is not always backlogged for the 1 s the rate check
+    # needs within the 3 s measured (not measurable once in CI, 2026-12-07); the rate it
+    # measures must be right when it can, and the goodputs below bound both hops anyway.
+    rate = checks["rate"]
+    assert rate.ok or "rate not measurable" in rate.detail, rate
     through, cross = analysis.flows
     assert through.goodput_bps and cross.goodput_bps
     payload = 1448 / 1500
