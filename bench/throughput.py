@@ -9,12 +9,13 @@ runs whose checks all passed at their first attempt and at the end (after the au
 re-runs of runs whose load-sensitive checks failed; target 1.0 in both modes), the re-runs,
 and the runs beside each run; and the largest relative difference between the modes of any
 point's median aggregate goodput and of its median mean queue (target <= 3%), beside each
-mode's own largest difference between a point's two repetitions (the run-to-run noise) and
-the bottleneck emulator's p99 release lateness. Needs root.
+mode's own largest and median difference between a point's two repetitions (the run-to-run
+noise) and the bottleneck emulator's p99 release lateness. Needs root.
 About 8 min sequential + 2-3 min packed on the 2-core VM.
 
     make bench-throughput
     python -m bench.throughput --concurrency 4 --duration 20
+    python -m bench.throughput --packed-only --delay 5ms   # the noise on a shorter path
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ from ccbench.rundir import link_name
 RATES = ["10Mbit", "15Mbit", "20Mbit"]
 BUFFERS = ["0.5bdp", "1bdp", "2bdp", "4bdp"]
 REPETITIONS = 2
+DELAY = "10ms"  # the bottleneck's one-way delay
 
 
 def figure(name: str, value: float | None, unit: str, target: str | None = None) -> None:
     emit("throughput", name, value, unit, target)
 
 
-def matrix(duration_s: float) -> dict[str, Any]:
+def matrix(duration_s: float, delay: str = DELAY) -> dict[str, Any]:
     return {
         "kind": "matrix",
         "name": "throughput",
@@ -50,7 +52,7 @@ def matrix(duration_s: float) -> dict[str, Any]:
             "testbed": {"kind": "mininet"},
             "topology": {
                 "kind": "dumbbell",
-                "bottleneck": {"rate": RATES[0], "delay": "10ms", "buffer": BUFFERS[0]},
+                "bottleneck": {"rate": RATES[0], "delay": delay, "buffer": BUFFERS[0]},
             },
             "flows": [{"algorithm": "reno"}, {"algorithm": "cubic"}],
             "duration": f"{duration_s:g}s",
@@ -88,21 +90,20 @@ class Mode:
     def medians(self, metric: str) -> dict[int, float]:
         return {p: statistics.median(v) for p, v in self.per_point(metric).items()}
 
-    def repetition_spread(self, metric: str) -> float | None:
-        """The largest relative difference between a point's repetitions: run-to-run noise,
-        the floor for the difference between the modes."""
-        spreads = [max(v) / min(v) - 1 for v in self.per_point(metric).values() if min(v) > 0]
-        return max(spreads) if spreads else None
+    def repetition_spreads(self, metric: str) -> list[float]:
+        """Per point, the relative difference between its repetitions: run-to-run noise, the
+        floor for the difference between the modes."""
+        return [max(v) / min(v) - 1 for v in self.per_point(metric).values() if min(v) > 0]
 
 
-def run_mode(name: str, concurrency: int, duration_s: float, work: Path) -> Mode:
+def run_mode(name: str, concurrency: int, duration_s: float, delay: str, work: Path) -> Mode:
     from tests.scaleout import Lab
 
     runs = len(RATES) * len(BUFFERS) * REPETITIONS
     with Lab(work, workers=1, tag=name[:4], concurrency=concurrency) as lab, \
             lab.client() as api:  # fmt: skip
         started = time.monotonic()
-        made = api.post("/v1/experiments", json=matrix(duration_s))
+        made = api.post("/v1/experiments", json=matrix(duration_s, delay))
         made.raise_for_status()
         experiment = made.json()["id"]
         detail = lab.wait_final(experiment, timeout_s=runs * (duration_s + 60))
@@ -144,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per run")
     parser.add_argument("--concurrency", type=int, default=4, help="packed: runs at once at most")
+    parser.add_argument("--delay", default=DELAY, help="the bottleneck's one-way delay")
     parser.add_argument("--packed-only", action="store_true", help="skip the sequential mode")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -153,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# load average at start {os.getloadavg()}", flush=True)
     modes = []
     if not args.packed_only:
-        modes.append(run_mode("sequential", 1, args.duration, work / "sequential"))
-    modes.append(run_mode("packed", args.concurrency, args.duration, work / "packed"))
+        modes.append(run_mode("sequential", 1, args.duration, args.delay, work / "sequential"))
+    modes.append(run_mode("packed", args.concurrency, args.duration, args.delay, work / "packed"))
     for mode in modes:
         figure(f"{mode.name}_wall_time", mode.wall_s, "s")
         figure(f"{mode.name}_checks_pass_first_attempt", mode.passed_first(), "fraction")
@@ -166,8 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             figure(f"{mode.name}_emulator_late_p99_median", statistics.median(late), "us")
             figure(f"{mode.name}_emulator_late_p99_max", max(late), "us", "<= 1000")
         for metric in ("goodput_bps", "queue_mean_pkts"):
-            spread = mode.repetition_spread(metric)
-            figure(f"{mode.name}_largest_repetition_spread_{metric}", spread, "ratio")
+            spreads = mode.repetition_spreads(metric)
+            if spreads:
+                figure(f"{mode.name}_largest_repetition_spread_{metric}", max(spreads), "ratio")
+                figure(f"{mode.name}_median_repetition_spread_{metric}",
+                       statistics.median(spreads), "ratio")  # fmt: skip
         beside = [r["runs_beside"] for r in mode.runs if r["runs_beside"] is not None]
         if beside:
             figure(f"{mode.name}_runs_beside_median", statistics.median(beside), "runs")
